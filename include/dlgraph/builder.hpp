@@ -1,0 +1,426 @@
+// The builder: a Program and typed handles (Var<T>) whose operators and free
+// functions append OpDescs and run shape inference at once, so a mismatch
+// throws on the line that caused it, naming the op and both shapes. A handle
+// names its variable and the op that produced it; evaluating the handle
+// evaluates that op.
+#pragma once
+
+#include <memory>
+#include <set>
+
+#include "dlgraph/session.hpp"
+
+namespace dlgraph {
+
+namespace detail {
+// The state behind a Program; shared by its handles and sessions.
+struct builder_state : program_state {
+    std::map<std::string, int> counters;
+    std::set<std::string> trainable;
+};
+}  // namespace detail
+
+template <element_type T> class Var;
+
+// A handle on one op of a program, e.g. a training step to evaluate.
+class OpRef {
+public:
+    OpRef() = default;
+    OpRef(std::shared_ptr<detail::builder_state> st, int index) : st_(std::move(st)), index_(index) {}
+    int index() const { return index_; }
+    operator TargetRef() const { return TargetRef::op_only(index_); }
+    const OpDesc& desc() const { return st_->desc.blocks[0].ops.at(static_cast<std::size_t>(index_)); }
+
+private:
+    std::shared_ptr<detail::builder_state> st_;
+    int index_ = -1;
+};
+
+// How a parameter gets its first value.
+struct Initializer {
+    std::string op = "fill_constant";
+    std::vector<Attribute> attrs;
+};
+namespace init {
+inline Initializer constant(double v) { return {"fill_constant", {Attribute::make_float("value", v)}}; }
+inline Initializer uniform(double lo, double hi, std::int64_t seed = 0) {
+    return {"uniform_random",
+            {Attribute::make_float("min", lo), Attribute::make_float("max", hi), Attribute::make_int("seed", seed)}};
+}
+inline Initializer normal(double mean, double std, std::int64_t seed = 0) {
+    return {"gaussian_random",
+            {Attribute::make_float("mean", mean), Attribute::make_float("std", std), Attribute::make_int("seed", seed)}};
+}
+}  // namespace init
+
+class Program {
+public:
+    Program() : st_(std::make_shared<detail::builder_state>()) {}
+    // Continues building on a loaded program (validated first).
+    // Adopts the state behind a handle (its program).
+    explicit Program(std::shared_ptr<detail::builder_state> st) : st_(std::move(st)) {}
+    explicit Program(ProgramDesc desc) : Program() {
+        validate(desc);
+        st_->desc = std::move(desc);
+    }
+
+    // A variable to be fed; dims may be -1.
+    template <element_type T> Var<T> input(const std::string& name, Shape dims) {
+        declare(name, dtype_of<T>, dims, false);
+        return Var<T>(st_, name, -1);
+    }
+    // A persistable, trainable parameter with an initializer op.
+    template <element_type T>
+    Var<T> parameter(const std::string& name, Shape dims, const Initializer& init, bool trainable = true) {
+        if (!dims.known())
+            throw shape_error("dlgraph.shape.parameter", "parameter '" + name + "' needs known dims, not " + to_string(dims));
+        declare(name, dtype_of<T>, dims, true);
+        OpDesc op;
+        op.type = init.op;
+        op.set_output("Out", {name});
+        op.attrs = init.attrs;
+        op.set_attr(Attribute::make_ints("shape", dims.vec()));
+        op.set_attr(Attribute::make_int("dtype", static_cast<int>(dtype_of<T>)));
+        int idx = push_op(std::move(op));
+        if (trainable) st_->trainable.insert(name);
+        return Var<T>(st_, name, idx);
+    }
+    // A non-persistable value computed by fill_constant (can be fed over).
+    template <element_type T> Var<T> constant(T value, Shape dims = {1}, const std::string& name = "") {
+        std::string n = name.empty() ? fresh("constant") : name;
+        declare(n, dtype_of<T>, dims, false);
+        OpDesc op;
+        op.type = "fill_constant";
+        op.set_output("Out", {n});
+        op.set_attr(Attribute::make_ints("shape", dims.vec()));
+        op.set_attr(Attribute::make_float("value", static_cast<double>(value)));
+        op.set_attr(Attribute::make_int("dtype", static_cast<int>(dtype_of<T>)));
+        int idx = push_op(std::move(op));
+        return Var<T>(st_, n, idx);
+    }
+    // A named variable with an initial value (the seed example's `a = 1`).
+    template <element_type T> Var<T> variable(const std::string& name, T value, Shape dims = {1}) {
+        return constant<T>(value, dims, name);
+    }
+    // A handle on an existing variable (e.g. of a loaded program).
+    template <element_type T> Var<T> var(const std::string& name) const {
+        auto* vd = st_->desc.blocks[0].find_var(name);
+        if (!vd) throw graph_error("dlgraph.graph.undeclared", "variable '" + name + "' is not declared");
+        if (vd->data_type != dtype_of<T>)
+            throw type_error("dlgraph.type.handle", "variable '" + name + "' is " + to_string(vd->data_type) +
+                                                        ", not " + to_string(dtype_of<T>));
+        int producer = -1;
+        auto& ops = st_->desc.blocks[0].ops;
+        for (int i = static_cast<int>(ops.size()) - 1; i >= 0 && producer < 0; --i)
+            if (detail::writes(ops[static_cast<std::size_t>(i)], name)) producer = i;
+        return Var<T>(st_, name, producer);
+    }
+
+    const ProgramDesc& desc() const { return st_->desc; }
+    std::string to_json(int indent = 1) const { return save_program(st_->desc, indent); }
+    std::size_t op_count() const { return st_->desc.blocks[0].ops.size(); }
+    bool is_trainable(const std::string& name) const { return st_->trainable.count(name) > 0; }
+    const std::shared_ptr<detail::builder_state>& state() const { return st_; }
+
+    // Appends an op of any registered type: inputs and outputs by slot, and
+    // attributes; creates the output variables with inferred dtypes and
+    // shapes. Returns the op's index. Nothing changes if inference fails.
+    int append(const std::string& type, const std::vector<OpSlot>& inputs,
+               const std::vector<std::pair<std::string, int>>& outputs, std::vector<Attribute> attrs,
+               std::vector<std::vector<std::string>>* out_names = nullptr) {
+        const OpDef& def = lookup_op(type, type);
+        OpDesc op;
+        op.type = type;
+        op.inputs = inputs;
+        op.attrs = std::move(attrs);
+        std::vector<std::string> names;
+        for (auto& [slot, count] : outputs) {
+            std::vector<std::string> v;
+            for (int k = 0; k < count; ++k) v.push_back(fresh(type));
+            names.insert(names.end(), v.begin(), v.end());
+            if (out_names) out_names->push_back(v);
+            op.set_output(slot, v);
+        }
+        const int index = static_cast<int>(st_->desc.blocks[0].ops.size());
+        std::string label = op_label(op, index);
+        auto norm = normalize_attrs(def, op, label);
+        std::vector<VarMeta> in_metas;
+        for (auto& n : slot_args(def.inputs, op.inputs)) {
+            auto* vd = st_->desc.blocks[0].find_var(n);
+            if (!vd) throw graph_error("dlgraph.graph.undeclared", label + ": variable '" + n + "' is not declared");
+            in_metas.push_back({vd->data_type, Shape(vd->dims)});
+        }
+        std::vector<VarMeta> out_metas(names.size());
+        std::vector<const VarMeta*> ip;
+        std::vector<VarMeta*> op_;
+        for (auto& m : in_metas) ip.push_back(&m);
+        for (auto& m : out_metas) op_.push_back(&m);
+        // Slot order of the outputs must follow the definition for infer.
+        OpDesc ordered = op;
+        ordered.outputs.clear();
+        for (auto& sd : def.outputs)
+            if (auto* s = op.output(sd.name)) ordered.outputs.push_back(*s);
+        op.outputs = ordered.outputs;
+        names = slot_args(def.outputs, op.outputs);
+        infer_op(def, op, norm, ip, op_, label);
+        for (std::size_t k = 0; k < names.size(); ++k) declare(names[k], out_metas[k].dtype, out_metas[k].shape, false);
+        return push_op(std::move(op));
+    }
+
+    std::string fresh(const std::string& base) {
+        for (;;) {
+            std::string n = base + "_" + std::to_string(st_->counters[base]++);
+            if (!st_->desc.blocks[0].find_var(n)) return n;
+        }
+    }
+
+private:
+    void declare(const std::string& name, DataType t, const Shape& dims, bool persistable) {
+        auto& blk = st_->desc.blocks[0];
+        if (blk.find_var(name)) throw graph_error("dlgraph.graph.duplicate", "variable '" + name + "' is already declared");
+        blk.vars.push_back({name, VarType::LOD_TENSOR, t, dims.vec(), 0, persistable});
+        ++st_->revision;
+    }
+    int push_op(OpDesc op) {
+        auto& ops = st_->desc.blocks[0].ops;
+        ops.push_back(std::move(op));
+        ++st_->revision;
+        return static_cast<int>(ops.size()) - 1;
+    }
+    std::shared_ptr<detail::builder_state> st_;
+};
+
+template <element_type T> class Var {
+public:
+    using value_type = T;
+    Var() = default;
+    Var(std::shared_ptr<detail::builder_state> st, std::string name, int op)
+        : st_(std::move(st)), name_(std::move(name)), op_(op) {}
+
+    const std::string& name() const { return name_; }
+    // Index of the op that produced this handle (-1: an input).
+    int op() const { return op_; }
+    const VarDesc& desc() const { return *st_->desc.blocks[0].find_var(name_); }
+    Shape shape() const { return Shape(desc().dims); }
+    operator TargetRef() const { return {name_, op_}; }
+    operator std::string_view() const { return name_; }
+    const std::shared_ptr<detail::builder_state>& state() const { return st_; }
+    Program program() const;
+
+private:
+    std::shared_ptr<detail::builder_state> st_;
+    std::string name_;
+    int op_ = -1;
+};
+
+
+namespace detail {
+
+template <class T> const std::shared_ptr<builder_state>& state_of(const Var<T>& v) {
+    if (!v.state()) throw graph_error("dlgraph.graph.handle", "empty variable handle");
+    return v.state();
+}
+
+// Checks that every handle belongs to one program; returns it.
+template <class First, class... Rest>
+std::shared_ptr<builder_state> same_program(const std::string& op, const First& first, const Rest&... rest) {
+    auto st = state_of(first);
+    ((state_of(rest) != st
+          ? throw graph_error("dlgraph.graph.program", op + ": '" + first.name() + "' and '" + rest.name() +
+                                                           "' belong to different programs")
+          : void()),
+     ...);
+    return st;
+}
+
+template <element_type U, class... H>
+Var<U> unary_out(const std::string& type, std::shared_ptr<builder_state> st, std::vector<OpSlot> inputs,
+                 std::vector<Attribute> attrs = {}, const std::string& out_slot = "Out") {
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    int idx = p.append(type, inputs, {{out_slot, 1}}, std::move(attrs), &names);
+    return Var<U>(st, names[0][0], idx);
+}
+
+}  // namespace detail
+
+template <element_type T> Program Var<T>::program() const { return Program(st_); }
+
+// ---- element-wise -------------------------------------------------------------
+
+#define DLGRAPH_BINARY(fname, optype)                                                                          \
+    template <element_type T> Var<T> fname(const Var<T>& x, const Var<T>& y, int axis = -1) {                 \
+        auto st = detail::same_program(optype, x, y);                                                          \
+        return detail::unary_out<T>(optype, st, {{"X", {x.name()}}, {"Y", {y.name()}}},                        \
+                                    {Attribute::make_int("axis", axis)});                                      \
+    }
+DLGRAPH_BINARY(elementwise_add, "elementwise_add")
+DLGRAPH_BINARY(elementwise_sub, "elementwise_sub")
+DLGRAPH_BINARY(elementwise_mul, "elementwise_mul")
+DLGRAPH_BINARY(elementwise_div, "elementwise_div")
+DLGRAPH_BINARY(elementwise_max, "elementwise_max")
+DLGRAPH_BINARY(elementwise_min, "elementwise_min")
+DLGRAPH_BINARY(elementwise_pow, "elementwise_pow")
+#undef DLGRAPH_BINARY
+template <element_type T> Var<T> maximum(const Var<T>& x, const Var<T>& y) { return elementwise_max(x, y); }
+template <element_type T> Var<T> minimum(const Var<T>& x, const Var<T>& y) { return elementwise_min(x, y); }
+template <element_type T> Var<T> pow(const Var<T>& x, const Var<T>& y) { return elementwise_pow(x, y); }
+
+#define DLGRAPH_UNARY(fname)                                                                              \
+    template <element_type T> Var<T> fname(const Var<T>& x) {                                             \
+        return detail::unary_out<T>(#fname, detail::state_of(x), {{"X", {x.name()}}});                    \
+    }
+DLGRAPH_UNARY(relu)
+DLGRAPH_UNARY(sigmoid)
+DLGRAPH_UNARY(tanh)
+DLGRAPH_UNARY(exp)
+DLGRAPH_UNARY(log)
+DLGRAPH_UNARY(sqrt)
+DLGRAPH_UNARY(abs)
+DLGRAPH_UNARY(square)
+DLGRAPH_UNARY(assign)
+#undef DLGRAPH_UNARY
+
+template <element_type T>
+Var<T> scale(const Var<T>& x, double s, double bias = 0.0, bool bias_after_scale = true) {
+    return detail::unary_out<T>("scale", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("scale", s), Attribute::make_float("bias", bias),
+                                 Attribute::make_bool("bias_after_scale", bias_after_scale)});
+}
+
+template <element_type T> Var<T> operator+(const Var<T>& x, const Var<T>& y) { return elementwise_add(x, y); }
+template <element_type T> Var<T> operator-(const Var<T>& x, const Var<T>& y) { return elementwise_sub(x, y); }
+template <element_type T> Var<T> operator*(const Var<T>& x, const Var<T>& y) { return elementwise_mul(x, y); }
+template <element_type T> Var<T> operator/(const Var<T>& x, const Var<T>& y) { return elementwise_div(x, y); }
+template <element_type T> Var<T> operator-(const Var<T>& x) { return scale(x, -1.0); }
+// With a scalar: scale ops (no constant tensor needed), except c / x.
+template <element_type T> Var<T> operator+(const Var<T>& x, std::type_identity_t<T> c) { return scale(x, 1.0, double(c)); }
+template <element_type T> Var<T> operator+(std::type_identity_t<T> c, const Var<T>& x) { return scale(x, 1.0, double(c)); }
+template <element_type T> Var<T> operator-(const Var<T>& x, std::type_identity_t<T> c) { return scale(x, 1.0, -double(c)); }
+template <element_type T> Var<T> operator-(std::type_identity_t<T> c, const Var<T>& x) { return scale(x, -1.0, double(c)); }
+template <element_type T> Var<T> operator*(const Var<T>& x, std::type_identity_t<T> c) { return scale(x, double(c)); }
+template <element_type T> Var<T> operator*(std::type_identity_t<T> c, const Var<T>& x) { return scale(x, double(c)); }
+template <element_type T> Var<T> operator/(const Var<T>& x, std::type_identity_t<T> c) { return scale(x, 1.0 / double(c)); }
+template <element_type T> Var<T> operator/(std::type_identity_t<T> c, const Var<T>& x) {
+    return elementwise_div(x.program().template constant<T>(c, {1}), x);
+}
+
+// ---- matrix products ----------------------------------------------------------------
+
+template <element_type T>
+Var<T> matmul(const Var<T>& x, const Var<T>& y, bool transpose_x = false, bool transpose_y = false, double alpha = 1.0) {
+    auto st = detail::same_program("matmul", x, y);
+    return detail::unary_out<T>("matmul", st, {{"X", {x.name()}}, {"Y", {y.name()}}},
+                                {Attribute::make_bool("transpose_X", transpose_x),
+                                 Attribute::make_bool("transpose_Y", transpose_y), Attribute::make_float("alpha", alpha)});
+}
+template <element_type T> Var<T> mul(const Var<T>& x, const Var<T>& y, int x_num_col_dims = 1, int y_num_col_dims = 1) {
+    auto st = detail::same_program("mul", x, y);
+    return detail::unary_out<T>("mul", st, {{"X", {x.name()}}, {"Y", {y.name()}}},
+                                {Attribute::make_int("x_num_col_dims", x_num_col_dims),
+                                 Attribute::make_int("y_num_col_dims", y_num_col_dims)});
+}
+
+// ---- softmax and losses ----------------------------------------------------------------
+
+template <element_type T> Var<T> softmax(const Var<T>& x, int axis = -1) {
+    return detail::unary_out<T>("softmax", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_int("axis", axis)});
+}
+template <element_type T, element_type L>
+Var<T> cross_entropy(const Var<T>& x, const Var<L>& label, bool soft_label = false) {
+    auto st = detail::same_program("cross_entropy", x, label);
+    return detail::unary_out<T>("cross_entropy", st, {{"X", {x.name()}}, {"Label", {label.name()}}},
+                                {Attribute::make_bool("soft_label", soft_label)}, "Y");
+}
+// Returns {softmax, loss}.
+template <element_type T, element_type L>
+std::pair<Var<T>, Var<T>> softmax_with_cross_entropy(const Var<T>& logits, const Var<L>& label, bool soft_label = false) {
+    auto st = detail::same_program("softmax_with_cross_entropy", logits, label);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    int idx = p.append("softmax_with_cross_entropy", {{"Logits", {logits.name()}}, {"Label", {label.name()}}},
+                       {{"Softmax", 1}, {"Loss", 1}}, {Attribute::make_bool("soft_label", soft_label)}, &names);
+    return {Var<T>(st, names[0][0], idx), Var<T>(st, names[1][0], idx)};
+}
+
+// ---- reductions ----------------------------------------------------------------------------
+
+template <element_type T> Var<T> mean(const Var<T>& x) {
+    return detail::unary_out<T>("mean", detail::state_of(x), {{"X", {x.name()}}});
+}
+#define DLGRAPH_REDUCE(fname)                                                                                    \
+    template <element_type T>                                                                                    \
+    Var<T> fname(const Var<T>& x, std::vector<std::int64_t> dims = {}, bool keep_dim = false) {                   \
+        bool all = dims.empty();                                                                                 \
+        if (all) dims = {0};                                                                                     \
+        return detail::unary_out<T>(#fname, detail::state_of(x), {{"X", {x.name()}}},                           \
+                                    {Attribute::make_ints("dim", dims), Attribute::make_bool("keep_dim", keep_dim), \
+                                     Attribute::make_bool("reduce_all", all)});                                  \
+    }
+DLGRAPH_REDUCE(reduce_sum)
+DLGRAPH_REDUCE(reduce_mean)
+DLGRAPH_REDUCE(reduce_max)
+#undef DLGRAPH_REDUCE
+
+// ---- shape ops --------------------------------------------------------------------------------
+
+template <element_type T> Var<T> reshape(const Var<T>& x, std::vector<std::int64_t> shape) {
+    return detail::unary_out<T>("reshape", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_ints("shape", std::move(shape))});
+}
+template <element_type T> Var<T> transpose(const Var<T>& x, std::vector<std::int64_t> axis) {
+    return detail::unary_out<T>("transpose", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_ints("axis", std::move(axis))});
+}
+template <element_type T> Var<T> concat(const std::vector<Var<T>>& xs, int axis = 0) {
+    if (xs.empty()) throw graph_error("dlgraph.graph.args", "concat needs at least one input");
+    std::vector<std::string> names;
+    for (auto& x : xs) {
+        detail::same_program("concat", xs[0], x);
+        names.push_back(x.name());
+    }
+    return detail::unary_out<T>("concat", detail::state_of(xs[0]), {{"X", names}}, {Attribute::make_int("axis", axis)});
+}
+template <element_type T> Var<T> sum(const std::vector<Var<T>>& xs) {
+    if (xs.empty()) throw graph_error("dlgraph.graph.args", "sum needs at least one input");
+    std::vector<std::string> names;
+    for (auto& x : xs) {
+        detail::same_program("sum", xs[0], x);
+        names.push_back(x.name());
+    }
+    return detail::unary_out<T>("sum", detail::state_of(xs[0]), {{"X", names}});
+}
+namespace detail {
+template <element_type T> std::vector<Var<T>> split_impl(const Var<T>& x, int n, std::vector<Attribute> attrs) {
+    auto st = state_of(x);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    int idx = p.append("split", {{"X", {x.name()}}}, {{"Out", n}}, std::move(attrs), &names);
+    std::vector<Var<T>> out;
+    for (auto& n2 : names[0]) out.emplace_back(st, n2, idx);
+    return out;
+}
+}  // namespace detail
+// Splits into `num` equal parts along `axis`.
+template <element_type T> std::vector<Var<T>> split(const Var<T>& x, int num, int axis = 0) {
+    return detail::split_impl(x, num, {Attribute::make_int("num", num), Attribute::make_int("axis", axis)});
+}
+// Splits into parts of the given sizes along `axis` (one size may be -1).
+template <element_type T> std::vector<Var<T>> split(const Var<T>& x, std::vector<std::int64_t> sections, int axis = 0) {
+    int n = static_cast<int>(sections.size());
+    return detail::split_impl(x, n, {Attribute::make_ints("sections", std::move(sections)), Attribute::make_int("axis", axis)});
+}
+template <element_type U, element_type T> Var<U> cast(const Var<T>& x) {
+    return detail::unary_out<U>("cast", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_int("in_dtype", static_cast<int>(dtype_of<T>)),
+                                 Attribute::make_int("out_dtype", static_cast<int>(dtype_of<U>))});
+}
+
+// ---- sessions over builder programs ------------------------------------------------------------
+
+template <device_policy Device = cpu> Session<Device> make_session(const Program& p, SessionOptions opts = {}) {
+    return Session<Device>(std::static_pointer_cast<const detail::program_state>(p.state()), opts);
+}
+
+
+}  // namespace dlgraph

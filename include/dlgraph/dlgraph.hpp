@@ -1,0 +1,12 @@
+// The umbrella header: everything a user of dlgraph needs.
+#pragma once
+
+#include "dlgraph/builder.hpp"
+#include "dlgraph/json.hpp"
+#include "dlgraph/ops/op_table.hpp"
+#include "dlgraph/planner.hpp"
+#include "dlgraph/scope.hpp"
+#include "dlgraph/session.hpp"
+#include "dlgraph/tensor.hpp"
+#include "dlgraph/validate.hpp"
+#include "dlgraph/xtensor.hpp"

@@ -1,0 +1,166 @@
+// What an operator is: its slots, attributes, shape inference and kernels
+// per (device, dtype). Builders record ops and run `infer`; the planner
+// normalizes attributes into `attrs` order once, so kernels read them by
+// index and never touch a string. The list of all ops is ops/op_table.hpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlgraph/desc.hpp"
+#include "dlgraph/device.hpp"
+#include "dlgraph/tensor.hpp"
+
+namespace dlgraph {
+
+struct SlotDef {
+    std::string_view name;
+    bool duplicable = false;  // may hold several variables (sum's X)
+    bool optional = false;    // may be absent or empty
+};
+
+struct AttrDef {
+    std::string_view name;
+    Attribute value;        // type and default
+    bool required = false;  // no default: the op must set it
+};
+
+// Compile-time facts of a value: dtype and (possibly partly unknown) shape.
+struct VarMeta {
+    DataType dtype = DataType::FP32;
+    Shape shape;
+};
+
+struct OpDef;
+
+// Slot-indexed views over flat pointer arrays; built once per op by the
+// planner (or per call by the builder).
+template <class P> struct slot_view {
+    P const* ptrs = nullptr;
+    const std::uint16_t* off = nullptr;  // slot s is [off[s], off[s+1])
+    int count(int slot) const { return off[slot + 1] - off[slot]; }
+    P at(int slot, int k) const { return ptrs[off[slot] + k]; }
+};
+
+class InferContext {
+public:
+    InferContext(const OpDef& def, std::string_view label, slot_view<const VarMeta*> in, slot_view<VarMeta*> out,
+                 const Attribute* attrs)
+        : def_(def), label_(label), in_(in), out_(out), attrs_(attrs) {}
+
+    const VarMeta& in(int slot, int k = 0) const { return *in_.at(slot, k); }
+    const Shape& shape(int slot, int k = 0) const { return in(slot, k).shape; }
+    DataType dtype(int slot, int k = 0) const { return in(slot, k).dtype; }
+    int in_count(int slot) const { return in_.count(slot); }
+    int out_count(int slot) const { return out_.count(slot); }
+    void set(int slot, int k, DataType dtype, const Shape& shape) const { *out_.at(slot, k) = {dtype, shape}; }
+    void set(int slot, DataType dtype, const Shape& shape) const { set(slot, 0, dtype, shape); }
+    const Attribute& attr(int k) const { return attrs_[k]; }
+
+    const OpDef& def() const { return def_; }
+    // "mul 'fc1'" or "mul (op #3)": how messages name this op.
+    std::string_view label() const { return label_; }
+
+    [[noreturn]] void fail(const std::string& id, const std::string& msg) const;
+    [[noreturn]] void fail_type(const std::string& msg) const;
+    // Requires the listed input slots (first variable of each) to share a dtype.
+    void same_dtype(std::initializer_list<int> slots) const;
+    // Requires input `slot` to be one of `allowed`.
+    void dtype_in(int slot, std::initializer_list<DataType> allowed) const;
+    std::string slot_name(int slot) const;
+
+private:
+    const OpDef& def_;
+    std::string_view label_;
+    slot_view<const VarMeta*> in_;
+    slot_view<VarMeta*> out_;
+    const Attribute* attrs_;
+};
+
+struct KernelContext {
+    slot_view<const Tensor*> in_;
+    slot_view<Tensor*> out_;
+    const Attribute* attrs = nullptr;
+
+    const Tensor& in(int slot, int k = 0) const { return *in_.at(slot, k); }
+    int in_count(int slot) const { return in_.count(slot); }
+    Tensor& out(int slot, int k = 0) const { return *out_.at(slot, k); }
+    int out_count(int slot) const { return out_.count(slot); }
+    const Attribute& attr(int k) const { return attrs[k]; }
+};
+
+using KernelFn = void (*)(const KernelContext&);
+using KernelTable = std::array<KernelFn, num_dtypes>;
+
+struct OpDef {
+    std::string_view type;
+    std::vector<SlotDef> inputs;
+    std::vector<SlotDef> outputs;
+    std::vector<AttrDef> attrs;
+    void (*infer)(const InferContext&) = nullptr;
+    // Which input slot's dtype selects the kernel; -1: the attr `dtype_attr`.
+    int kernel_slot = 0;
+    int dtype_attr = -1;
+    std::array<KernelTable, num_device_kinds> kernels{};
+    // One-line summary for docs and `dlgraph inspect`.
+    std::string_view doc{};
+
+    int input_index(std::string_view n) const { return index_of(inputs, n); }
+    int output_index(std::string_view n) const { return index_of(outputs, n); }
+    int attr_index(std::string_view n) const {
+        for (std::size_t i = 0; i < attrs.size(); ++i)
+            if (attrs[i].name == n) return static_cast<int>(i);
+        return -1;
+    }
+    KernelFn kernel(DeviceKind d, DataType t) const { return kernels[static_cast<int>(d)][static_cast<int>(t)]; }
+    bool supports(DeviceKind d, DataType t) const { return kernel(d, t) != nullptr; }
+    std::string supported_dtypes(DeviceKind d) const {
+        std::string s;
+        for (int t = 0; t < num_dtypes; ++t)
+            if (kernels[static_cast<int>(d)][t]) s += (s.empty() ? "" : ", ") + std::string(dtype_names[t]);
+        return s.empty() ? "none" : s;
+    }
+
+private:
+    static int index_of(const std::vector<SlotDef>& v, std::string_view n) {
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (v[i].name == n) return static_cast<int>(i);
+        return -1;
+    }
+};
+
+// Fills a kernel table from `Op::template compute<T>` for each listed T.
+template <class Op, class... Ts> KernelTable cpu_kernels() {
+    KernelTable t{};
+    ((t[static_cast<int>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(cpu{}, c); }), ...);
+    return t;
+}
+
+inline std::string InferContext::slot_name(int slot) const { return std::string(def_.inputs[static_cast<std::size_t>(slot)].name); }
+
+inline void InferContext::fail(const std::string& id, const std::string& msg) const {
+    throw shape_error(id, std::string(label_) + ": " + msg);
+}
+inline void InferContext::fail_type(const std::string& msg) const {
+    throw type_error("dlgraph.type.op", std::string(label_) + ": " + msg);
+}
+inline void InferContext::same_dtype(std::initializer_list<int> slots) const {
+    int first = *slots.begin();
+    for (int s : slots)
+        if (in_count(s) && in_count(first) && dtype(s) != dtype(first))
+            fail_type(slot_name(first) + " is " + to_string(dtype(first)) + " but " + slot_name(s) + " is " +
+                      to_string(dtype(s)));
+}
+inline void InferContext::dtype_in(int slot, std::initializer_list<DataType> allowed) const {
+    for (auto t : allowed)
+        if (dtype(slot) == t) return;
+    std::string names;
+    for (auto t : allowed) names += (names.empty() ? "" : " or ") + to_string(t);
+    fail_type(slot_name(slot) + " must be " + names + ", not " + to_string(dtype(slot)));
+}
+
+}  // namespace dlgraph

@@ -1,0 +1,310 @@
+// Element-wise ops: binary ops with NumPy or Paddle-axis broadcasting, unary
+// math, scale and assign. Each functor is written once for scalars and xsimd
+// batches (one definition gives both paths).
+#pragma once
+
+#include <cmath>
+#include <cstring>
+
+#include "dlgraph/op.hpp"
+#include "dlgraph/simd.hpp"
+
+namespace dlgraph::ops {
+
+template <class T> inline constexpr bool simd_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <class V> inline constexpr bool is_batch = xsimd::is_batch<V>::value;
+
+// Applies z[i] = f(x[i*sx], y[i*sy]) for i < n, with sx, sy in {0, 1}.
+template <class T, class F>
+inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = xsimd::batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        if (sx && sy) {
+            for (; i + W <= n; i += W) f(B::load_unaligned(x + i), B::load_unaligned(y + i)).store_unaligned(z + i);
+        } else if (sx) {
+            B yb(*y);
+            for (; i + W <= n; i += W) f(B::load_unaligned(x + i), yb).store_unaligned(z + i);
+        } else if (sy) {
+            B xb(*x);
+            for (; i + W <= n; i += W) f(xb, B::load_unaligned(y + i)).store_unaligned(z + i);
+        }
+    }
+    for (; i < n; ++i) z[i] = f(x[i * sx], y[i * sy]);
+}
+
+template <class T, class F> inline void unary_loop(std::int64_t n, const T* x, T* z, F f) {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = xsimd::batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        for (; i + W <= n; i += W) f(B::load_unaligned(x + i)).store_unaligned(z + i);
+    }
+    for (; i < n; ++i) z[i] = f(x[i]);
+}
+
+// ---- broadcasting ----------------------------------------------------------
+
+// The Y shape padded to X's rank as Paddle's `axis` places it; axis -1 means
+// NumPy alignment (trailing dims), with X padded instead when Y is longer.
+inline void align_shapes(const Shape& x, const Shape& y, std::int64_t axis, Shape& xa, Shape& ya, bool& ok) {
+    ok = true;
+    xa = Shape();
+    ya = Shape();
+    if (axis == -1 || x.rank() < y.rank()) {
+        const int r = std::max(x.rank(), y.rank());
+        for (int i = x.rank(); i < r; ++i) xa.push_back(1);
+        for (auto v : x) xa.push_back(v);
+        for (int i = y.rank(); i < r; ++i) ya.push_back(1);
+        for (auto v : y) ya.push_back(v);
+        return;
+    }
+    if (axis < 0 || axis + y.rank() > x.rank()) {
+        ok = false;
+        return;
+    }
+    xa = x;
+    for (std::int64_t i = 0; i < axis; ++i) ya.push_back(1);
+    for (auto v : y) ya.push_back(v);
+    while (ya.rank() < x.rank()) ya.push_back(1);
+}
+
+inline Shape broadcast_infer(const InferContext& c, const Shape& x, const Shape& y, std::int64_t axis) {
+    Shape xa, ya;
+    bool ok;
+    align_shapes(x, y, axis, xa, ya, ok);
+    auto fail = [&](const std::string& why) {
+        c.fail("dlgraph.shape.broadcast", "X is " + to_string(x) + " but Y is " + to_string(y) + " (axis " +
+                                              std::to_string(axis) + "): " + why);
+    };
+    if (!ok) fail("Y does not fit into X at that axis");
+    Shape out;
+    for (int i = 0; i < xa.rank(); ++i) {
+        auto a = xa[i], b = ya[i];
+        std::int64_t d;
+        if (a == b) d = a;
+        else if (a == 1) d = b;
+        else if (b == 1) d = a;
+        else if (a == -1) d = b;
+        else if (b == -1) d = a;
+        else { fail("dim " + std::to_string(i) + " is " + std::to_string(a) + " vs " + std::to_string(b)); }
+        out.push_back(d);
+    }
+    if (axis != -1 && !(out == xa) && x.known() && y.known()) fail("with an axis, only Y is broadcast onto X");
+    return out;
+}
+
+// Runs f over broadcast operands: the output is visited in row-major order
+// with an inner run as long as both operands keep one access pattern.
+template <class T, class F>
+void broadcast_apply(const Tensor& X, const Tensor& Y, std::int64_t axis, Tensor& Z, F f) {
+    const T* x = X.data<T>();
+    const T* y = Y.data<T>();
+    T* z = Z.data<T>();
+    const std::int64_t n = Z.numel();
+    if (n == 0) return;
+    if (X.numel() == n && Y.numel() == n) return binary_loop(n, x, 1, y, 1, z, f);
+    if (Y.numel() == 1 && X.numel() == n) return binary_loop(n, x, 1, y, 0, z, f);
+    if (X.numel() == 1 && Y.numel() == n) return binary_loop(n, x, 0, y, 1, z, f);
+
+    Shape xa, ya;
+    bool ok;
+    align_shapes(X.shape(), Y.shape(), axis, xa, ya, ok);
+    const Shape& zs = Z.shape();
+    const int r = zs.rank();
+    std::int64_t xst[max_rank], yst[max_rank], zst[max_rank];
+    row_major_strides(xa, xst);
+    row_major_strides(ya, yst);
+    row_major_strides(zs, zst);
+    for (int i = 0; i < r; ++i) {
+        if (xa[i] == 1 && zs[i] != 1) xst[i] = 0;
+        if (ya[i] == 1 && zs[i] != 1) yst[i] = 0;
+    }
+    // Inner run: trailing dims with one pattern (full or broadcast) per operand.
+    int d = r - 1;
+    while (d >= 0 && zs[d] == 1) --d;
+    if (d < 0) return binary_loop(n, x, 1, y, 1, z, f);
+    const int sx = xst[d] != 0, sy = yst[d] != 0;
+    std::int64_t inner = zs[d];
+    int first_outer = d - 1;
+    while (first_outer >= 0 && ((xst[first_outer] != 0) == sx || zs[first_outer] == 1) &&
+           ((yst[first_outer] != 0) == sy || zs[first_outer] == 1)) {
+        inner *= zs[first_outer];
+        --first_outer;
+    }
+    std::int64_t idx[max_rank] = {};
+    for (std::int64_t base = 0; base < n; base += inner) {
+        std::int64_t ox = 0, oy = 0;
+        for (int i = 0; i <= first_outer; ++i) { ox += idx[i] * xst[i]; oy += idx[i] * yst[i]; }
+        binary_loop(inner, x + ox, sx, y + oy, sy, z + base, f);
+        for (int i = first_outer; i >= 0; --i) {
+            if (++idx[i] < zs[i]) break;
+            idx[i] = 0;
+        }
+    }
+}
+
+// ---- binary ops ---------------------------------------------------------------
+
+struct add_fn { template <class V> V operator()(V a, V b) const { return a + b; } };
+struct sub_fn { template <class V> V operator()(V a, V b) const { return a - b; } };
+struct mul_fn { template <class V> V operator()(V a, V b) const { return a * b; } };
+struct div_fn {
+    template <class V> V operator()(V a, V b) const {
+        if constexpr (std::is_integral_v<V>) {
+            if (b == 0) throw value_error("dlgraph.value.div0", "elementwise_div: integer division by zero");
+        }
+        return a / b;
+    }
+};
+struct max_fn {
+    template <class V> V operator()(V a, V b) const {
+        if constexpr (is_batch<V>) return xsimd::max(a, b); else return a > b ? a : b;
+    }
+};
+struct min_fn {
+    template <class V> V operator()(V a, V b) const {
+        if constexpr (is_batch<V>) return xsimd::min(a, b); else return a < b ? a : b;
+    }
+};
+struct pow_fn {
+    template <class V> V operator()(V a, V b) const {
+        if constexpr (is_batch<V>) return xsimd::pow(a, b);
+        else if constexpr (std::is_integral_v<V>) return static_cast<V>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+        else return std::pow(a, b);
+    }
+};
+
+template <class Fn> struct elementwise_binary {
+    enum { X = 0, Y = 1 };
+    enum { axis = 0 };
+    static void infer(const InferContext& c) {
+        c.same_dtype({X, Y});
+        c.set(0, c.dtype(X), broadcast_infer(c, c.shape(X), c.shape(Y), c.attr(axis).i));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        broadcast_apply<T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0), Fn{});
+    }
+    static OpDef make(std::string_view type, std::string_view doc) {
+        OpDef d{type, {{"X"}, {"Y"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &infer};
+        d.kernels[0] = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
+        d.doc = doc;
+        return d;
+    }
+};
+
+inline OpDef elementwise_add_def() { return elementwise_binary<add_fn>::make("elementwise_add", "Out = X + Y"); }
+inline OpDef elementwise_sub_def() { return elementwise_binary<sub_fn>::make("elementwise_sub", "Out = X - Y"); }
+inline OpDef elementwise_mul_def() { return elementwise_binary<mul_fn>::make("elementwise_mul", "Out = X * Y"); }
+inline OpDef elementwise_div_def() { return elementwise_binary<div_fn>::make("elementwise_div", "Out = X / Y"); }
+inline OpDef elementwise_max_def() { return elementwise_binary<max_fn>::make("elementwise_max", "Out = max(X, Y)"); }
+inline OpDef elementwise_min_def() { return elementwise_binary<min_fn>::make("elementwise_min", "Out = min(X, Y)"); }
+inline OpDef elementwise_pow_def() { return elementwise_binary<pow_fn>::make("elementwise_pow", "Out = X ^ Y"); }
+
+// ---- unary ops ------------------------------------------------------------------
+
+struct relu_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return xsimd::max(a, V(0)); else return a > V(0) ? a : V(0);
+    }
+};
+struct sigmoid_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return V(1) / (V(1) + xsimd::exp(-a)); else return V(1) / (V(1) + std::exp(-a));
+    }
+};
+struct tanh_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return xsimd::tanh(a); else return std::tanh(a);
+    }
+};
+struct exp_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return xsimd::exp(a); else return std::exp(a);
+    }
+};
+struct log_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return xsimd::log(a); else return std::log(a);
+    }
+};
+struct sqrt_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return xsimd::sqrt(a); else return std::sqrt(a);
+    }
+};
+struct abs_fn {
+    template <class V> V operator()(V a) const {
+        if constexpr (is_batch<V>) return xsimd::abs(a); else return a < V(0) ? -a : a;
+    }
+};
+struct square_fn { template <class V> V operator()(V a) const { return a * a; } };
+
+// Same shape and dtype as X.
+inline void same_as_x_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
+
+template <class Fn> struct elementwise_unary {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(), Fn{});
+    }
+    template <class... Ts> static OpDef make(std::string_view type, std::string_view doc) {
+        OpDef d{type, {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
+        d.kernels[0] = cpu_kernels<elementwise_unary, Ts...>();
+        d.doc = doc;
+        return d;
+    }
+};
+
+inline OpDef relu_def() { return elementwise_unary<relu_fn>::make<float, double>("relu", "Out = max(X, 0)"); }
+inline OpDef sigmoid_def() { return elementwise_unary<sigmoid_fn>::make<float, double>("sigmoid", "Out = 1 / (1 + exp(-X))"); }
+inline OpDef tanh_def() { return elementwise_unary<tanh_fn>::make<float, double>("tanh", "Out = tanh(X)"); }
+inline OpDef exp_def() { return elementwise_unary<exp_fn>::make<float, double>("exp", "Out = exp(X)"); }
+inline OpDef log_def() { return elementwise_unary<log_fn>::make<float, double>("log", "Out = ln(X)"); }
+inline OpDef sqrt_def() { return elementwise_unary<sqrt_fn>::make<float, double>("sqrt", "Out = sqrt(X)"); }
+inline OpDef abs_def() {
+    return elementwise_unary<abs_fn>::make<float, double, std::int32_t, std::int64_t>("abs", "Out = |X|");
+}
+inline OpDef square_def() {
+    return elementwise_unary<square_fn>::make<float, double, std::int32_t, std::int64_t>("square", "Out = X * X");
+}
+
+// ---- scale and assign ----------------------------------------------------------------
+
+struct scale_op {
+    enum { scale = 0, bias = 1, bias_after_scale = 2 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T s = static_cast<T>(c.attr(scale).f), b = static_cast<T>(c.attr(bias).f);
+        if (c.attr(bias_after_scale).b)
+            unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(),
+                       [s, b](auto v) { return v * decltype(v)(s) + decltype(v)(b); });
+        else
+            unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(),
+                       [s, b](auto v) { return (v + decltype(v)(b)) * decltype(v)(s); });
+    }
+};
+inline OpDef scale_def() {
+    OpDef d{"scale", {{"X"}}, {{"Out"}},
+            {{"scale", Attribute::make_float("scale", 1.0)},
+             {"bias", Attribute::make_float("bias", 0.0)},
+             {"bias_after_scale", Attribute::make_bool("bias_after_scale", true)}},
+            &same_as_x_infer};
+    d.kernels[0] = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>();
+    d.doc = "Out = scale * X + bias (or scale * (X + bias))";
+    return d;
+}
+
+struct assign_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        if (x.raw() != c.out(0).raw() && x.bytes()) std::memcpy(c.out(0).raw(), x.raw(), x.bytes());
+    }
+};
+inline OpDef assign_def() {
+    OpDef d{"assign", {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
+    d.kernels[0] = cpu_kernels<assign_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.doc = "Out = X (a copy)";
+    return d;
+}
+
+}  // namespace dlgraph::ops

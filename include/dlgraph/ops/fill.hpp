@@ -1,0 +1,100 @@
+// Ops that create values: fill_constant, uniform_random, gaussian_random.
+// Random ops draw from std::mt19937_64 seeded by the `seed` attribute, so a
+// seed gives the same values on every run and machine; seed 0 draws a fresh
+// seed each run.
+#pragma once
+
+#include <random>
+
+#include "dlgraph/op.hpp"
+
+namespace dlgraph::ops {
+
+inline void fill_infer(const InferContext& c) {
+    Shape s(c.attr(0).ints);
+    for (auto d : s)
+        if (d < 0) c.fail("dlgraph.shape.attr", "shape " + to_string(s) + " must be fully known");
+    c.set(0, dtype_from_int(c.attr(2).i), s);
+}
+
+struct fill_constant_op {
+    enum { shape = 0, value = 1, dtype = 2 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& out = c.out(0);
+        T v = static_cast<T>(c.attr(value).f);
+        T* p = out.data<T>();
+        std::fill(p, p + out.numel(), v);
+    }
+};
+inline OpDef fill_constant_def() {
+    OpDef d{"fill_constant", {}, {{"Out"}},
+            {{"shape", Attribute::make_ints("shape", {}), true},
+             {"value", Attribute::make_float("value", 0.0)},
+             {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
+            &fill_infer, -1, fill_constant_op::dtype};
+    d.kernels[0] = cpu_kernels<fill_constant_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
+    d.doc = "Out = a tensor of `shape` filled with `value`";
+    return d;
+}
+
+inline std::uint64_t seed_or_random(std::int64_t seed) {
+    if (seed != 0) return static_cast<std::uint64_t>(seed);
+    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+}
+
+struct uniform_random_op {
+    enum { shape = 0, min = 1, max = 2, seed = 3, dtype = 4 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        std::mt19937_64 gen(seed_or_random(c.attr(seed).i));
+        std::uniform_real_distribution<double> dist(c.attr(min).f, c.attr(max).f);
+        for (auto& v : c.out(0).values<T>()) v = static_cast<T>(dist(gen));
+    }
+};
+inline void uniform_infer(const InferContext& c) {
+    if (c.attr(uniform_random_op::min).f > c.attr(uniform_random_op::max).f)
+        c.fail("dlgraph.shape.attr", "min " + std::to_string(c.attr(1).f) + " is above max " + std::to_string(c.attr(2).f));
+    Shape s(c.attr(0).ints);
+    if (!s.known()) c.fail("dlgraph.shape.attr", "shape " + to_string(s) + " must be fully known");
+    c.set(0, dtype_from_int(c.attr(uniform_random_op::dtype).i), s);
+}
+inline OpDef uniform_random_def() {
+    OpDef d{"uniform_random", {}, {{"Out"}},
+            {{"shape", Attribute::make_ints("shape", {}), true},
+             {"min", Attribute::make_float("min", -1.0)},
+             {"max", Attribute::make_float("max", 1.0)},
+             {"seed", Attribute::make_int("seed", 0)},
+             {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
+            &uniform_infer, -1, uniform_random_op::dtype};
+    d.kernels[0] = cpu_kernels<uniform_random_op, float, double>();
+    d.doc = "Out = uniform random values in [min, max)";
+    return d;
+}
+
+struct gaussian_random_op {
+    enum { shape = 0, mean = 1, std_ = 2, seed = 3, dtype = 4 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        std::mt19937_64 gen(seed_or_random(c.attr(seed).i));
+        std::normal_distribution<double> dist(c.attr(mean).f, c.attr(std_).f);
+        for (auto& v : c.out(0).values<T>()) v = static_cast<T>(dist(gen));
+    }
+};
+inline void gaussian_infer(const InferContext& c) {
+    if (c.attr(gaussian_random_op::std_).f < 0) c.fail("dlgraph.shape.attr", "std must not be negative");
+    Shape s(c.attr(0).ints);
+    if (!s.known()) c.fail("dlgraph.shape.attr", "shape " + to_string(s) + " must be fully known");
+    c.set(0, dtype_from_int(c.attr(gaussian_random_op::dtype).i), s);
+}
+inline OpDef gaussian_random_def() {
+    OpDef d{"gaussian_random", {}, {{"Out"}},
+            {{"shape", Attribute::make_ints("shape", {}), true},
+             {"mean", Attribute::make_float("mean", 0.0)},
+             {"std", Attribute::make_float("std", 1.0)},
+             {"seed", Attribute::make_int("seed", 0)},
+             {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
+            &gaussian_infer, -1, gaussian_random_op::dtype};
+    d.kernels[0] = cpu_kernels<gaussian_random_op, float, double>();
+    d.doc = "Out = normal random values with `mean` and `std`";
+    return d;
+}
+
+}  // namespace dlgraph::ops

@@ -1,0 +1,51 @@
+// The one list of every op dlgraph knows. Adding an op is one row here plus
+// its definition (a `NAME_def()` function in ops/); a row without a
+// definition fails the build, and `op_count` is checked against the table.
+#pragma once
+
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dlgraph/ops/elementwise.hpp"
+#include "dlgraph/ops/fill.hpp"
+
+#define DLGRAPH_OP_LIST(X)                                                                              \
+    X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)       \
+    X(elementwise_min) X(elementwise_pow) X(relu) X(sigmoid) X(tanh) X(exp) X(log) X(sqrt) X(abs)        \
+    X(square) X(scale) X(assign) X(fill_constant) X(uniform_random) X(gaussian_random)
+
+namespace dlgraph {
+
+enum class op_id : int {
+#define DLGRAPH_X(name) name,
+    DLGRAPH_OP_LIST(DLGRAPH_X)
+#undef DLGRAPH_X
+    count
+};
+inline constexpr int op_count = static_cast<int>(op_id::count);
+
+inline const std::vector<OpDef>& op_table() {
+    static const std::vector<OpDef> table = [] {
+        std::vector<OpDef> t{
+#define DLGRAPH_X(name) ops::name##_def(),
+            DLGRAPH_OP_LIST(DLGRAPH_X)
+#undef DLGRAPH_X
+        };
+        return t;
+    }();
+    return table;
+}
+
+// The definition of op `type`, or nullptr.
+inline const OpDef* find_op(std::string_view type) {
+    static const std::unordered_map<std::string_view, const OpDef*> index = [] {
+        std::unordered_map<std::string_view, const OpDef*> m;
+        for (auto& d : op_table()) m.emplace(d.type, &d);
+        return m;
+    }();
+    auto it = index.find(type);
+    return it == index.end() ? nullptr : it->second;
+}
+
+}  // namespace dlgraph

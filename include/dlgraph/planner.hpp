@@ -1,0 +1,277 @@
+// The Planner turns (program, targets, fed names) into an ExecutionPlan: the
+// ops the targets need, in program order; where each value comes from (a
+// feed, a persistable variable in the session's scope, or an op of the
+// plan); the device of each op; and a memory plan that lets values whose
+// lifetimes do not overlap share a buffer. Planning resolves every name once;
+// the Session then runs the plan without touching names.
+//
+// Dataflow follows program order: a read of `v` by op i sees the last op
+// before i that writes `v`. A fed name cuts the graph there. A persistable
+// variable's first writer is its initializer: it runs once, when the
+// session's scope has no value yet, never as part of an ordinary plan.
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+#include <span>
+
+#include "dlgraph/validate.hpp"
+
+namespace dlgraph {
+
+// What to evaluate: a variable (written by op `op`, or by name when op is
+// -1), or an op alone (empty `var`).
+struct TargetRef {
+    std::string var;
+    int op = -1;
+    TargetRef() = default;
+    TargetRef(std::string v, int o = -1) : var(std::move(v)), op(o) {}
+    TargetRef(const char* v) : var(v) {}
+    static TargetRef op_only(int index) { return {std::string(), index}; }
+    friend bool operator==(const TargetRef&, const TargetRef&) = default;
+};
+
+enum class ValueKind { feed, persistable, intermediate };
+inline constexpr std::string_view value_kind_names[] = {"feed", "persistable", "intermediate"};
+
+struct PlannedValue {
+    std::string name;
+    ValueKind kind = ValueKind::intermediate;
+    VarMeta declared;             // dtype and dims from the VarDesc
+    int first_step = INT_MAX;     // first step that writes it
+    int last_step = -1;           // last step that reads it (INT_MAX for targets)
+    bool written = false;         // some step of the plan writes it
+    bool target = false;
+    int slot = -1;                // arena slot (intermediates)
+};
+
+struct PlannedStep {
+    int op_index = -1;
+    const OpDef* def = nullptr;
+    DeviceKind device = DeviceKind::CPU;
+    std::vector<int> ins, outs;               // value indices, in slot order
+    std::vector<std::uint16_t> in_off, out_off;
+    std::vector<Attribute> attrs;             // normalized, def order
+    std::string label;                        // "mul (op #3)"
+};
+
+struct ExecutionPlan {
+    std::vector<TargetRef> targets;
+    std::vector<std::string> fed;
+    std::vector<PlannedValue> values;
+    std::vector<PlannedStep> steps;
+    std::vector<int> target_values;   // per target: value index, or -1 for op targets
+    std::vector<int> feed_values;     // per fed name: value index, or -1 if unused
+    std::vector<int> scope_reads;     // persistable values read from the scope
+    int num_slots = 0;
+
+    int value_index(std::string_view name) const {
+        for (std::size_t i = 0; i < values.size(); ++i)
+            if (values[i].name == name) return static_cast<int>(i);
+        return -1;
+    }
+};
+
+namespace detail {
+
+inline bool writes(const OpDesc& op, std::string_view v) {
+    for (auto& s : op.outputs)
+        for (auto& a : s.arguments)
+            if (a == v) return true;
+    return false;
+}
+
+}  // namespace detail
+
+// Index of the op that initializes persistable `name` (its first writer), or -1.
+inline int initializer_of(const BlockDesc& b, std::string_view name) {
+    for (std::size_t i = 0; i < b.ops.size(); ++i)
+        if (detail::writes(b.ops[i], name)) return static_cast<int>(i);
+    return -1;
+}
+
+inline std::string op_label(const OpDesc& op, int index) { return op.type + " (op #" + std::to_string(index) + ")"; }
+
+// Plans block 0 of `program` (which must have been validated).
+inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
+                               std::span<const std::string> fed, DeviceKind device = DeviceKind::CPU) {
+    const BlockDesc& blk = program.blocks.at(0);
+    const int nops = static_cast<int>(blk.ops.size());
+    ExecutionPlan plan;
+    plan.targets.assign(targets.begin(), targets.end());
+    plan.fed.assign(fed.begin(), fed.end());
+    if (targets.empty()) throw graph_error("dlgraph.graph.target", "nothing to evaluate: no targets given");
+
+    std::set<std::string, std::less<>> fed_set(fed.begin(), fed.end());
+    for (auto& f : fed) {
+        auto* vd = blk.find_var(f);
+        if (!vd) throw feed_error("dlgraph.feed.unknown", "feed '" + f + "' names no variable of the program");
+        if (vd->type != VarType::LOD_TENSOR)
+            throw feed_error("dlgraph.feed.kind", "feed '" + f + "' is a " + std::string(var_type_name(vd->type)) +
+                                                      " variable; only tensors can be fed");
+    }
+    if (fed_set.size() != fed.size()) throw feed_error("dlgraph.feed.twice", "a variable is fed twice");
+
+    std::vector<bool> needed(static_cast<std::size_t>(nops), false);
+    std::vector<int> work;
+    std::set<std::string, std::less<>> scope_reads;
+    auto need_op = [&](int j) {
+        if (!needed[static_cast<std::size_t>(j)]) {
+            needed[static_cast<std::size_t>(j)] = true;
+            work.push_back(j);
+        }
+    };
+    auto declared = [&](const std::string& name, const std::string& who) -> const VarDesc& {
+        auto* vd = blk.find_var(name);
+        if (!vd) throw graph_error("dlgraph.graph.undeclared", who + ": variable '" + name + "' is not declared");
+        return *vd;
+    };
+    // The value `name` as op `reader` (nops = after the last op) sees it.
+    auto resolve = [&](const std::string& name, int reader, const std::string& who) {
+        if (fed_set.count(name)) return;
+        const VarDesc& vd = declared(name, who);
+        int j = reader - 1;
+        while (j >= 0 && !detail::writes(blk.ops[static_cast<std::size_t>(j)], name)) --j;
+        if (vd.persistable) {
+            if (j >= 0 && j != initializer_of(blk, name)) need_op(j);
+            else scope_reads.insert(name);
+            return;
+        }
+        if (j >= 0) return need_op(j);
+        for (int k = reader; k < nops; ++k)
+            if (detail::writes(blk.ops[static_cast<std::size_t>(k)], name))
+                throw graph_error("dlgraph.graph.cycle",
+                                  who + " reads '" + name + "', which only the later " +
+                                      op_label(blk.ops[static_cast<std::size_t>(k)], k) +
+                                      " writes: the graph has a cycle");
+        throw feed_error("dlgraph.feed.missing", who + " needs '" + name +
+                                                     "', which is neither fed nor written by an earlier op: feed it");
+    };
+
+    for (auto& t : targets) {
+        if (t.var.empty()) {
+            if (t.op < 0 || t.op >= nops)
+                throw graph_error("dlgraph.graph.target", "target op #" + std::to_string(t.op) + " does not exist");
+            need_op(t.op);
+            continue;
+        }
+        const VarDesc& vd = declared(t.var, "target");
+        if (t.op >= nops || (t.op >= 0 && !detail::writes(blk.ops[static_cast<std::size_t>(t.op)], t.var)))
+            throw graph_error("dlgraph.graph.target", "target '" + t.var + "': op #" + std::to_string(t.op) +
+                                                          " does not write it");
+        if (fed_set.count(t.var)) continue;
+        if (vd.persistable && (t.op < 0 || t.op == initializer_of(blk, t.var))) {
+            scope_reads.insert(t.var);
+        } else if (t.op >= 0) {
+            need_op(t.op);
+        } else {
+            resolve(t.var, nops, "target '" + t.var + "'");
+        }
+    }
+    while (!work.empty()) {
+        int i = work.back();
+        work.pop_back();
+        auto& op = blk.ops[static_cast<std::size_t>(i)];
+        for (auto& s : op.inputs)
+            for (auto& a : s.arguments) resolve(a, i, op_label(op, i));
+    }
+
+    // Values and steps, in program order.
+    std::map<std::string, int, std::less<>> index;
+    auto value = [&](const std::string& name) {
+        auto it = index.find(name);
+        if (it != index.end()) return it->second;
+        const VarDesc& vd = declared(name, "plan");
+        PlannedValue v;
+        v.name = name;
+        v.kind = fed_set.count(name) ? ValueKind::feed : vd.persistable ? ValueKind::persistable : ValueKind::intermediate;
+        v.declared = {vd.data_type, Shape(vd.dims)};
+        plan.values.push_back(std::move(v));
+        int k = static_cast<int>(plan.values.size()) - 1;
+        index.emplace(name, k);
+        return k;
+    };
+    for (int i = 0; i < nops; ++i) {
+        if (!needed[static_cast<std::size_t>(i)]) continue;
+        auto& op = blk.ops[static_cast<std::size_t>(i)];
+        PlannedStep st;
+        st.op_index = i;
+        st.def = &lookup_op(op.type, op_path(0, i) + ".type");
+        st.device = device;
+        st.attrs = normalize_attrs(*st.def, op, op_path(0, i));
+        st.label = op_label(op, i);
+        const int s = static_cast<int>(plan.steps.size());
+        st.in_off.push_back(0);
+        for (auto& sd : st.def->inputs) {
+            if (auto* sl = op.input(sd.name))
+                for (auto& a : sl->arguments) {
+                    int v = value(a);
+                    st.ins.push_back(v);
+                    plan.values[static_cast<std::size_t>(v)].last_step = std::max(plan.values[static_cast<std::size_t>(v)].last_step, s);
+                }
+            st.in_off.push_back(static_cast<std::uint16_t>(st.ins.size()));
+        }
+        st.out_off.push_back(0);
+        for (auto& sd : st.def->outputs) {
+            if (auto* sl = op.output(sd.name))
+                for (auto& a : sl->arguments) {
+                    int v = value(a);
+                    auto& pv = plan.values[static_cast<std::size_t>(v)];
+                    st.outs.push_back(v);
+                    pv.written = true;
+                    pv.first_step = std::min(pv.first_step, s);
+                    pv.last_step = std::max(pv.last_step, s);
+                }
+            st.out_off.push_back(static_cast<std::uint16_t>(st.outs.size()));
+        }
+        plan.steps.push_back(std::move(st));
+    }
+    for (auto& t : targets) {
+        if (t.var.empty()) {
+            plan.target_values.push_back(-1);
+            continue;
+        }
+        int v = value(t.var);
+        plan.values[static_cast<std::size_t>(v)].target = true;
+        plan.values[static_cast<std::size_t>(v)].last_step = INT_MAX;
+        plan.target_values.push_back(v);
+    }
+    for (auto& f : fed) {
+        auto it = index.find(f);
+        plan.feed_values.push_back(it == index.end() ? -1 : it->second);
+    }
+    for (auto& n : scope_reads) plan.scope_reads.push_back(value(n));
+
+    // Memory plan: intermediates share arena slots when lifetimes do not
+    // overlap; targets keep theirs to the end.
+    std::vector<int> free_slots;
+    std::vector<bool> released(plan.values.size(), false);
+    for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
+        auto& st = plan.steps[static_cast<std::size_t>(s)];
+        for (int v : st.outs) {
+            auto& pv = plan.values[static_cast<std::size_t>(v)];
+            if (pv.kind != ValueKind::intermediate || pv.slot >= 0) continue;
+            if (!free_slots.empty()) {
+                pv.slot = free_slots.back();
+                free_slots.pop_back();
+            } else {
+                pv.slot = plan.num_slots++;
+            }
+        }
+        auto release = [&](int v) {
+            auto& pv = plan.values[static_cast<std::size_t>(v)];
+            if (pv.kind == ValueKind::intermediate && pv.slot >= 0 && pv.last_step == s && !pv.target &&
+                !released[static_cast<std::size_t>(v)]) {
+                free_slots.push_back(pv.slot);
+                released[static_cast<std::size_t>(v)] = true;
+            }
+        };
+        for (int v : st.ins) release(v);
+        for (int v : st.outs) release(v);
+    }
+    return plan;
+}
+
+}  // namespace dlgraph

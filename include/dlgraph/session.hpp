@@ -1,0 +1,430 @@
+// Session<Device>: owns one root scope and evaluates targets with feeds.
+// Each (targets, fed names) is planned once and cached together with its own
+// child scope (feeds shadow the root's variables there; intermediates live
+// there, bound to the plan's arena). A run re-infers shapes only when a
+// feed's or a parameter's shape changed; otherwise it copies feeds in, calls
+// each step's kernel through a prepared context and copies targets out.
+#pragma once
+
+#include <mutex>
+
+#include "dlgraph/planner.hpp"
+#include "dlgraph/scope.hpp"
+#include "dlgraph/xtensor.hpp"
+
+namespace dlgraph {
+
+namespace detail {
+struct program_state {
+    ProgramDesc desc;
+    std::uint64_t revision = 0;
+};
+}  // namespace detail
+
+// A value given for a variable in one call. Tensors and arrays passed as
+// lvalues are read in place (no copy) unless the plan writes that variable;
+// rvalues are moved or copied into the Feed. Scalars convert to the
+// variable's dtype.
+class Feed {
+public:
+    template <class V>
+        requires(!std::is_arithmetic_v<std::remove_cvref_t<V>>)
+    Feed(std::string_view name, V&& value) : name_(name), value_(as_tensor(std::forward<V>(value))) {}
+    template <class S>
+        requires std::is_arithmetic_v<S>
+    Feed(std::string_view name, S v) : name_(name), is_scalar_(true) {
+        if constexpr (std::is_floating_point_v<S>) scalar_ = {DataType::FP64, 0, static_cast<double>(v)};
+        else scalar_ = {DataType::INT64, static_cast<std::int64_t>(v), static_cast<double>(v)};
+    }
+
+    std::string_view name() const { return name_; }
+    const Tensor& value() const { return value_; }
+    bool is_scalar() const { return is_scalar_; }
+    const Scalar& scalar() const { return scalar_; }
+
+private:
+    static Tensor as_tensor(const Tensor& t) { return Tensor::borrow(t.dtype(), t.shape(), t.raw()); }
+    static Tensor as_tensor(Tensor&& t) { return std::move(t); }
+    template <class A> static Tensor as_tensor(const A& a) requires requires { tensor_view_of(a); } {
+        return tensor_view_of(a);
+    }
+    template <class A>
+        requires(!std::is_lvalue_reference_v<A> && requires(const A& a) { tensor_view_of(a); })
+    static Tensor as_tensor(A&& a) {
+        Tensor view = tensor_view_of(a);
+        Tensor owned;
+        owned.copy_from(view);
+        return owned;
+    }
+
+    std::string_view name_;
+    Tensor value_;
+    bool is_scalar_ = false;
+    Scalar scalar_;
+};
+
+struct SessionOptions {
+    // Reserved for the thread pool (issue: CPU performance).
+    int threads = 1;
+};
+
+template <device_policy Device = cpu>
+class Session {
+public:
+    explicit Session(ProgramDesc desc, SessionOptions opts = {}) : opts_(opts) {
+        validate(desc);
+        auto state = std::make_shared<detail::program_state>();
+        state->desc = std::move(desc);
+        program_ = std::move(state);
+    }
+    // Shares a program that a builder may keep extending; the session sees
+    // new ops on its next call.
+    explicit Session(std::shared_ptr<const detail::program_state> program, SessionOptions opts = {})
+        : program_(std::move(program)), opts_(opts) {}
+
+    // A session over a builder Program (shared: ops appended later are seen).
+    template <class P>
+        requires requires(const P& p) { std::shared_ptr<const detail::program_state>(p.state()); }
+    explicit Session(const P& program, SessionOptions opts = {})
+        : Session(std::shared_ptr<const detail::program_state>(program.state()), opts) {}
+
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Evaluates one target; returns a copy of its value (an empty tensor for
+    // an op target).
+    Tensor eval(const TargetRef& target, std::initializer_list<Feed> feeds = {}) {
+        Tensor out;
+        eval_into(std::span<const TargetRef>(&target, 1), std::span<const Feed>(feeds.begin(), feeds.size()),
+                  std::span<Tensor>(&out, 1));
+        return out;
+    }
+    // Evaluates a typed handle (Var<T>) and returns a copy as xt::xarray<T>.
+    template <class H>
+        requires requires(const H& h) {
+            typename H::value_type;
+            TargetRef(h);
+        }
+    xt::xarray<typename H::value_type> eval(const H& target, std::initializer_list<Feed> feeds = {}) {
+        return to_xarray<typename H::value_type>(eval(TargetRef(target), feeds));
+    }
+    std::vector<Tensor> eval(std::initializer_list<TargetRef> targets, std::initializer_list<Feed> feeds = {}) {
+        return eval(std::span<const TargetRef>(targets.begin(), targets.size()),
+                    std::span<const Feed>(feeds.begin(), feeds.size()));
+    }
+    std::vector<Tensor> eval(std::span<const TargetRef> targets, std::span<const Feed> feeds) {
+        std::vector<Tensor> out(targets.size());
+        eval_into(targets, feeds, out);
+        return out;
+    }
+    // Evaluates targets into `out` (one tensor per target), reusing the
+    // storage `out` already has: in steady state this allocates nothing.
+    void eval_into(std::span<const TargetRef> targets, std::span<const Feed> feeds, std::span<Tensor> out) {
+        std::lock_guard lock(mu_);
+        check_open();
+        if (out.size() != targets.size())
+            throw graph_error("dlgraph.graph.target", "eval_into: " + std::to_string(targets.size()) + " targets but " +
+                                                          std::to_string(out.size()) + " outputs");
+        bound_plan& bp = plan_for(targets, feeds);
+        run(bp, feeds, out);
+    }
+
+    // The cached plan for these targets and fed names (planned if needed).
+    const ExecutionPlan& plan(std::span<const TargetRef> targets, std::span<const std::string> fed) {
+        std::lock_guard lock(mu_);
+        check_open();
+        return find_or_make(targets, fed).plan;
+    }
+
+    // The session's root scope: persistable variables live here.
+    Scope& scope() {
+        check_open();
+        return *root_;
+    }
+    const ProgramDesc& program() const { return program_->desc; }
+    std::size_t cached_plans() const { return plans_.size(); }
+
+    // Releases the scope and all plans; any later call throws.
+    void close() {
+        std::lock_guard lock(mu_);
+        plans_.clear();
+        root_.reset();
+    }
+    bool closed() const { return !root_; }
+
+private:
+    struct bound_plan {
+        ExecutionPlan plan;
+        std::uint64_t revision = 0;
+        Scope* local = nullptr;                // child of root: feeds and intermediates
+        std::vector<Tensor*> tensors;          // per value
+        std::vector<VarMeta> metas;            // per value, after the last shape pass
+        std::vector<VarMeta> signature;        // metas of inputs (feeds, scope reads) at that pass
+        std::vector<int> inputs;               // values whose metas form the signature
+        std::vector<const Tensor*> in_ptrs;    // flat, all steps
+        std::vector<Tensor*> out_ptrs;
+        std::vector<std::pair<KernelFn, KernelContext>> steps;
+        std::vector<std::shared_ptr<Buffer>> arena;
+        bool shaped = false;
+    };
+
+    void check_open() const {
+        if (!root_) throw session_error("dlgraph.session.closed", "the session is closed");
+    }
+
+    static bool same_fed(const ExecutionPlan& p, std::span<const Feed> feeds) {
+        if (p.fed.size() != feeds.size()) return false;
+        for (auto& f : feeds) {
+            bool found = false;
+            for (auto& n : p.fed) found = found || n == f.name();
+            if (!found) return false;
+        }
+        return true;
+    }
+    static bool same_fed(const ExecutionPlan& p, std::span<const std::string> fed) {
+        if (p.fed.size() != fed.size()) return false;
+        for (auto& f : fed)
+            if (std::find(p.fed.begin(), p.fed.end(), f) == p.fed.end()) return false;
+        return true;
+    }
+
+    bound_plan& plan_for(std::span<const TargetRef> targets, std::span<const Feed> feeds) {
+        if (program_->revision != revision_) drop_plans();
+        for (auto& bp : plans_)
+            if (std::equal(targets.begin(), targets.end(), bp->plan.targets.begin(), bp->plan.targets.end()) &&
+                same_fed(bp->plan, feeds))
+                return *bp;
+        std::vector<std::string> fed;
+        for (auto& f : feeds) fed.emplace_back(f.name());
+        return make(targets, fed);
+    }
+    bound_plan& find_or_make(std::span<const TargetRef> targets, std::span<const std::string> fed) {
+        if (program_->revision != revision_) drop_plans();
+        for (auto& bp : plans_)
+            if (std::equal(targets.begin(), targets.end(), bp->plan.targets.begin(), bp->plan.targets.end()) &&
+                same_fed(bp->plan, fed))
+                return *bp;
+        return make(targets, fed);
+    }
+    void drop_plans() {
+        for (auto& bp : plans_) root_->drop_child(*bp->local);
+        plans_.clear();
+        revision_ = program_->revision;
+    }
+
+    bound_plan& make(std::span<const TargetRef> targets, std::span<const std::string> fed) {
+        auto bp = std::make_unique<bound_plan>();
+        bp->plan = make_plan(program_->desc, targets, fed, Device::kind);
+        const ExecutionPlan& p = bp->plan;
+        bp->local = &root_->new_child();
+        for (auto& v : p.values) {
+            Variable& var = v.kind == ValueKind::persistable ? root_->var(v.name) : bp->local->var(v.name);
+            bp->tensors.push_back(&var.get_mutable<Tensor>());
+        }
+        bp->metas.resize(p.values.size());
+        for (int v : p.feed_values)
+            if (v >= 0) bp->inputs.push_back(v);
+        for (int v : p.scope_reads) bp->inputs.push_back(v);
+        bp->signature.resize(bp->inputs.size());
+        bp->arena.resize(static_cast<std::size_t>(p.num_slots));
+        // Flat pointer arrays; reserve first so the contexts' pointers stay valid.
+        std::size_t nin = 0, nout = 0;
+        for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
+        bp->in_ptrs.reserve(nin);
+        bp->out_ptrs.reserve(nout);
+        for (auto& st : p.steps) {
+            KernelContext ctx;
+            ctx.in_ = {bp->in_ptrs.data() + bp->in_ptrs.size(), st.in_off.data()};
+            ctx.out_ = {bp->out_ptrs.data() + bp->out_ptrs.size(), st.out_off.data()};
+            ctx.attrs = st.attrs.data();
+            for (int v : st.ins) bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+            for (int v : st.outs) bp->out_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+            bp->steps.emplace_back(nullptr, ctx);
+        }
+        plans_.push_back(std::move(bp));
+        return *plans_.back();
+    }
+
+    // Runs the initializers of persistable values the plan reads that have no
+    // value yet.
+    void initialize(bound_plan& bp) {
+        const BlockDesc& blk = program_->desc.blocks[0];
+        std::vector<TargetRef> inits;
+        for (int v : bp.plan.scope_reads) {
+            if (bp.tensors[static_cast<std::size_t>(v)]->initialized()) continue;
+            const std::string& name = bp.plan.values[static_cast<std::size_t>(v)].name;
+            int op = initializer_of(blk, name);
+            if (op < 0)
+                throw value_error("dlgraph.value.unset", "persistable variable '" + name +
+                                                             "' has no value: no op initializes it and it was "
+                                                             "neither fed nor loaded");
+            TargetRef t = TargetRef::op_only(op);
+            if (std::find(inits.begin(), inits.end(), t) == inits.end()) inits.push_back(t);
+        }
+        if (inits.empty()) return;
+        bound_plan& ip = find_or_make(inits, {});
+        if (&ip == &bp) throw graph_error("dlgraph.graph.cycle", "an initializer depends on itself");
+        std::vector<Tensor> none;
+        run(ip, {}, none);
+    }
+
+    static void check_feed(const PlannedValue& pv, const Tensor& t) {
+        if (!t.initialized())
+            throw feed_error("dlgraph.feed.empty", "feed '" + pv.name + "' holds no value");
+        if (t.dtype() != pv.declared.dtype)
+            throw type_error("dlgraph.type.feed", "feed '" + pv.name + "' is " + to_string(t.dtype()) +
+                                                      " but the variable is " + to_string(pv.declared.dtype));
+        if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, t.shape()))
+            throw shape_error("dlgraph.shape.feed", "feed '" + pv.name + "' has shape " + to_string(t.shape()) +
+                                                        " but the variable is declared " +
+                                                        to_string(pv.declared.shape));
+    }
+
+    // Puts the feeds into the plan's local variables.
+    void bind_feeds(bound_plan& bp, std::span<const Feed> feeds) {
+        const ExecutionPlan& p = bp.plan;
+        for (std::size_t i = 0; i < p.fed.size(); ++i) {
+            int v = p.feed_values[i];
+            if (v < 0) continue;
+            const PlannedValue& pv = p.values[static_cast<std::size_t>(v)];
+            const Feed* f = nullptr;
+            for (auto& x : feeds)
+                if (x.name() == p.fed[i]) f = &x;
+            Tensor& dst = *bp.tensors[static_cast<std::size_t>(v)];
+            if (f->is_scalar()) {
+                Shape s = pv.declared.shape;
+                for (auto& d : s)
+                    if (d != 1 && d != -1)
+                        throw shape_error("dlgraph.shape.feed", "feed '" + pv.name + "' is a scalar but the variable "
+                                                                "is declared " + to_string(pv.declared.shape));
+                for (auto& d : s) d = 1;
+                dst.resize(pv.declared.dtype, s);
+                const Scalar& sc = f->scalar();
+                visit_dtype(pv.declared.dtype, [&]<class T>(type_tag<T>) {
+                    if constexpr (std::is_same_v<T, float16>)
+                        throw type_error("dlgraph.type.feed", "cannot feed a scalar to FP16 variable '" + pv.name + "'");
+                    else if constexpr (std::is_floating_point_v<T>) *dst.data<T>() = static_cast<T>(sc.f);
+                    else *dst.data<T>() = static_cast<T>(sc.dtype == DataType::INT64 ? sc.i : static_cast<std::int64_t>(sc.f));
+                });
+                continue;
+            }
+            check_feed(pv, f->value());
+            if (pv.written) {
+                dst.copy_from(f->value());
+            } else {
+                dst = Tensor::borrow(f->value().dtype(), f->value().shape(), f->value().raw());
+            }
+        }
+    }
+
+    // Infers every value's shape for the current inputs, checks them, and
+    // (only when all of that succeeded) sizes the arena and binds tensors.
+    void shape_pass(bound_plan& bp) {
+        const ExecutionPlan& p = bp.plan;
+        std::vector<VarMeta> metas(p.values.size());
+        std::vector<bool> known(p.values.size(), false);
+        for (int v : bp.inputs) {
+            metas[static_cast<std::size_t>(v)] = {bp.tensors[static_cast<std::size_t>(v)]->dtype(),
+                                                  bp.tensors[static_cast<std::size_t>(v)]->shape()};
+            known[static_cast<std::size_t>(v)] = true;
+        }
+        for (std::size_t v = 0; v < p.values.size(); ++v)
+            if (p.values[v].kind == ValueKind::persistable && bp.tensors[v]->initialized() && !known[v]) {
+                metas[v] = {bp.tensors[v]->dtype(), bp.tensors[v]->shape()};
+                known[v] = true;
+            }
+        std::vector<KernelFn> fns(p.steps.size());
+        for (std::size_t s = 0; s < p.steps.size(); ++s) {
+            const PlannedStep& st = p.steps[s];
+            std::vector<const VarMeta*> ins;
+            std::vector<VarMeta> outs(st.outs.size());
+            std::vector<VarMeta*> outp;
+            for (int v : st.ins) ins.push_back(&metas[static_cast<std::size_t>(v)]);
+            for (auto& m : outs) outp.push_back(&m);
+            InferContext ctx(*st.def, st.label, {ins.data(), st.in_off.data()}, {outp.data(), st.out_off.data()},
+                             st.attrs.data());
+            st.def->infer(ctx);
+            for (std::size_t k = 0; k < st.outs.size(); ++k) {
+                int v = st.outs[k];
+                const PlannedValue& pv = p.values[static_cast<std::size_t>(v)];
+                if (!outs[k].shape.known())
+                    throw shape_error("dlgraph.shape.unknown", st.label + ": could not infer the shape of '" + pv.name +
+                                                                   "' (got " + to_string(outs[k].shape) + ")");
+                if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, outs[k].shape))
+                    throw shape_error("dlgraph.shape.declared", st.label + " writes shape " + to_string(outs[k].shape) +
+                                                                    " to '" + pv.name + "', which is declared " +
+                                                                    to_string(pv.declared.shape));
+                if (pv.kind == ValueKind::persistable && known[static_cast<std::size_t>(v)] &&
+                    !(metas[static_cast<std::size_t>(v)].shape == outs[k].shape &&
+                      metas[static_cast<std::size_t>(v)].dtype == outs[k].dtype))
+                    throw shape_error("dlgraph.shape.persistable",
+                                      st.label + " would change persistable '" + pv.name + "' from " +
+                                          to_string(metas[static_cast<std::size_t>(v)].shape) + " to " +
+                                          to_string(outs[k].shape));
+                metas[static_cast<std::size_t>(v)] = outs[k];
+                known[static_cast<std::size_t>(v)] = true;
+            }
+            DataType kt = st.def->kernel_slot >= 0 ? ctx.dtype(st.def->kernel_slot)
+                                                   : dtype_from_int(st.attrs[static_cast<std::size_t>(st.def->dtype_attr)].i);
+            fns[s] = st.def->kernel(Device::kind, kt);
+            if (!fns[s])
+                throw type_error("dlgraph.type.kernel", st.label + ": no " + std::string(Device::name) + " kernel for " +
+                                                            to_string(kt) + " (it has: " +
+                                                            st.def->supported_dtypes(Device::kind) + ")");
+        }
+        // Commit: arena sizes, bindings, kernels.
+        std::vector<std::size_t> need(bp.arena.size(), 0);
+        for (std::size_t v = 0; v < p.values.size(); ++v) {
+            const PlannedValue& pv = p.values[v];
+            if (pv.kind != ValueKind::intermediate || pv.slot < 0) continue;
+            std::size_t bytes = static_cast<std::size_t>(metas[v].shape.numel()) * dtype_size(metas[v].dtype);
+            need[static_cast<std::size_t>(pv.slot)] = std::max(need[static_cast<std::size_t>(pv.slot)], bytes);
+        }
+        for (std::size_t s = 0; s < need.size(); ++s)
+            if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
+        for (std::size_t v = 0; v < p.values.size(); ++v) {
+            const PlannedValue& pv = p.values[v];
+            if (!pv.written) continue;
+            if (pv.kind == ValueKind::intermediate)
+                bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(pv.slot)], metas[v].dtype, metas[v].shape);
+            else
+                bp.tensors[v]->resize(metas[v].dtype, metas[v].shape);
+        }
+        for (std::size_t s = 0; s < fns.size(); ++s) bp.steps[s].first = fns[s];
+        bp.metas = std::move(metas);
+        for (std::size_t i = 0; i < bp.inputs.size(); ++i)
+            bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
+        bp.shaped = true;
+    }
+
+    bool signature_matches(const bound_plan& bp) const {
+        if (!bp.shaped) return false;
+        for (std::size_t i = 0; i < bp.inputs.size(); ++i) {
+            const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
+            if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;
+        }
+        return true;
+    }
+
+    void run(bound_plan& bp, std::span<const Feed> feeds, std::span<Tensor> out) {
+        bind_feeds(bp, feeds);  // checks feeds before anything else changes
+        initialize(bp);
+        if (!signature_matches(bp)) shape_pass(bp);
+        for (auto& [fn, ctx] : bp.steps) fn(ctx);
+        const ExecutionPlan& p = bp.plan;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            int v = p.target_values[i];
+            if (v < 0) out[i].reset();
+            else out[i].copy_from(*bp.tensors[static_cast<std::size_t>(v)]);
+        }
+    }
+
+    std::shared_ptr<const detail::program_state> program_;
+    SessionOptions opts_;
+    std::unique_ptr<Scope> root_ = std::make_unique<Scope>();
+    std::vector<std::unique_ptr<bound_plan>> plans_;
+    std::uint64_t revision_ = 0;
+    std::recursive_mutex mu_;
+};
+
+}  // namespace dlgraph

@@ -1,0 +1,220 @@
+// Checks a program's meaning against the op table: known op types, known
+// slots with the right number of variables, declared variables, attributes
+// of the right type, and dtypes/shapes that agree with shape inference.
+// Errors name the JSON path of the fault, e.g.
+// "blocks[0].ops[3].inputs.X: variable 'h2' is not declared".
+#pragma once
+
+#include <fstream>
+#include <sstream>
+
+#include "dlgraph/json.hpp"
+#include "dlgraph/ops/op_table.hpp"
+
+namespace dlgraph {
+
+inline std::string op_path(int block, int op) {
+    return "blocks[" + std::to_string(block) + "].ops[" + std::to_string(op) + "]";
+}
+
+inline const OpDef& lookup_op(const std::string& type, const std::string& where) {
+    if (auto* d = find_op(type)) return *d;
+    throw graph_error("dlgraph.graph.unknown_op", where + ": unknown op type '" + type + "'");
+}
+
+// The op's attributes in `def.attrs` order, defaults filled in. INT and LONG
+// are interchangeable where the value fits.
+inline std::vector<Attribute> normalize_attrs(const OpDef& def, const OpDesc& op, const std::string& where) {
+    std::vector<Attribute> out;
+    out.reserve(def.attrs.size());
+    for (auto& ad : def.attrs) {
+        const Attribute* a = op.attr(ad.name);
+        if (!a) {
+            if (ad.required)
+                throw format_error("dlgraph.format.attr", where + ".attrs: op '" + op.type + "' needs attribute '" +
+                                                              std::string(ad.name) + "'");
+            out.push_back(ad.value);
+            continue;
+        }
+        Attribute v = *a;
+        const AttrType want = ad.value.type;
+        bool intlike = (v.type == AttrType::INT || v.type == AttrType::LONG) &&
+                       (want == AttrType::INT || want == AttrType::LONG);
+        if (v.type != want && !intlike)
+            throw format_error("dlgraph.format.attr", where + ".attrs." + v.name + ": op '" + op.type + "' expects " +
+                                                          std::string(attr_type_name(want)) + ", found " +
+                                                          std::string(attr_type_name(v.type)));
+        v.type = want;
+        out.push_back(std::move(v));
+    }
+    for (auto& a : op.attrs)
+        if (def.attr_index(a.name) < 0) {
+            std::string known;
+            for (auto& ad : def.attrs) known += (known.empty() ? "" : ", ") + std::string(ad.name);
+            throw format_error("dlgraph.format.attr", where + ".attrs." + a.name + ": op '" + op.type +
+                                                          "' has no attribute '" + a.name + "' (it has: " +
+                                                          (known.empty() ? "none" : known) + ")");
+        }
+    return out;
+}
+
+namespace detail {
+inline void check_slots(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots, const OpDesc& op,
+                        const char* kind, const std::string& where) {
+    for (auto& s : slots) {
+        bool known = false;
+        for (auto& d : defs) known = known || d.name == s.parameter;
+        if (!known) {
+            std::string names;
+            for (auto& d : defs) names += (names.empty() ? "" : ", ") + std::string(d.name);
+            throw graph_error("dlgraph.graph.slot", where + "." + kind + "." + s.parameter + ": op '" + op.type +
+                                                        "' has no " + (kind[0] == 'i' ? "input" : "output") +
+                                                        " slot '" + s.parameter + "' (slots: " + names + ")");
+        }
+    }
+    for (auto& d : defs) {
+        const OpSlot* s = nullptr;
+        for (auto& x : slots)
+            if (x.parameter == d.name) s = &x;
+        std::size_t n = s ? s->arguments.size() : 0;
+        std::string p = where + "." + kind + "." + std::string(d.name);
+        if (n == 0 && !d.optional)
+            throw graph_error("dlgraph.graph.slot", p + ": op '" + op.type + "' needs a variable in slot '" +
+                                                        std::string(d.name) + "'");
+        if (n > 1 && !d.duplicable)
+            throw graph_error("dlgraph.graph.slot", p + ": slot '" + std::string(d.name) + "' of op '" + op.type +
+                                                        "' takes one variable, found " + std::to_string(n));
+        if (s)
+            for (auto& a : s->arguments)
+                if (a.empty()) throw graph_error("dlgraph.graph.slot", p + ": empty variable name");
+    }
+}
+}  // namespace detail
+
+// Finds the declaration of `name` in block `b` or its ancestors.
+inline const VarDesc* find_var_desc(const ProgramDesc& p, int b, std::string_view name) {
+    while (b >= 0) {
+        auto& blk = p.blocks[static_cast<std::size_t>(b)];
+        if (auto* v = blk.find_var(name)) return v;
+        b = blk.parent_idx;
+    }
+    return nullptr;
+}
+
+inline bool dims_compatible(const Shape& declared, const Shape& actual) {
+    if (declared.rank() != actual.rank()) return false;
+    for (int i = 0; i < declared.rank(); ++i)
+        if (declared[i] >= 0 && actual[i] >= 0 && declared[i] != actual[i]) return false;
+    return true;
+}
+
+// Runs shape inference for `op` on declared metas; shared by the builder, the
+// validator and the planner's static pass.
+inline void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attribute>& attrs,
+                     const std::vector<const VarMeta*>& in_metas, const std::vector<VarMeta*>& out_metas,
+                     std::string_view label) {
+    std::vector<std::uint16_t> in_off{0}, out_off{0};
+    for (auto& sd : def.inputs) {
+        auto* s = op.input(sd.name);
+        in_off.push_back(static_cast<std::uint16_t>(in_off.back() + (s ? s->arguments.size() : 0)));
+    }
+    for (auto& sd : def.outputs) {
+        auto* s = op.output(sd.name);
+        out_off.push_back(static_cast<std::uint16_t>(out_off.back() + (s ? s->arguments.size() : 0)));
+    }
+    InferContext ctx(def, label, {in_metas.data(), in_off.data()}, {out_metas.data(), out_off.data()}, attrs.data());
+    def.infer(ctx);
+}
+
+// Flattens the op's variables in slot-definition order.
+inline std::vector<std::string> slot_args(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots) {
+    std::vector<std::string> out;
+    for (auto& d : defs)
+        for (auto& s : slots)
+            if (s.parameter == d.name) out.insert(out.end(), s.arguments.begin(), s.arguments.end());
+    return out;
+}
+
+// Validates every op of every block; throws with the path of the first fault.
+inline void validate(const ProgramDesc& p) {
+    for (std::size_t bi = 0; bi < p.blocks.size(); ++bi) {
+        auto& blk = p.blocks[bi];
+        for (std::size_t oi = 0; oi < blk.ops.size(); ++oi) {
+            auto& op = blk.ops[oi];
+            std::string where = op_path(static_cast<int>(bi), static_cast<int>(oi));
+            const OpDef& def = lookup_op(op.type, where + ".type");
+            detail::check_slots(def.inputs, op.inputs, op, "inputs", where);
+            detail::check_slots(def.outputs, op.outputs, op, "outputs", where);
+            auto attrs = normalize_attrs(def, op, where);
+            auto check_declared = [&](const std::vector<OpSlot>& slots, const char* kind) {
+                for (auto& s : slots)
+                    for (auto& a : s.arguments)
+                        if (!find_var_desc(p, static_cast<int>(bi), a))
+                            throw graph_error("dlgraph.graph.undeclared", where + "." + kind + "." + s.parameter +
+                                                                              ": variable '" + a +
+                                                                              "' is not declared");
+            };
+            check_declared(op.inputs, "inputs");
+            check_declared(op.outputs, "outputs");
+
+            // Static inference on declared dtypes and dims.
+            std::vector<VarMeta> ins, outs;
+            for (auto& n : slot_args(def.inputs, op.inputs)) {
+                auto* v = find_var_desc(p, static_cast<int>(bi), n);
+                ins.push_back({v->data_type, Shape(v->dims)});
+            }
+            auto out_names = slot_args(def.outputs, op.outputs);
+            outs.resize(out_names.size());
+            std::vector<const VarMeta*> in_ptrs;
+            std::vector<VarMeta*> out_ptrs;
+            for (auto& m : ins) in_ptrs.push_back(&m);
+            for (auto& m : outs) out_ptrs.push_back(&m);
+            std::string label = op.type + " (" + where + ")";
+            infer_op(def, op, attrs, in_ptrs, out_ptrs, label);
+            for (std::size_t k = 0; k < out_names.size(); ++k) {
+                auto* v = find_var_desc(p, static_cast<int>(bi), out_names[k]);
+                if (v->type != VarType::LOD_TENSOR) continue;
+                if (v->data_type != outs[k].dtype)
+                    throw type_error("dlgraph.type.declared", where + ": " + op.type + " writes " +
+                                                                  to_string(outs[k].dtype) + " to '" + v->name +
+                                                                  "', which is declared " + to_string(v->data_type));
+                if (!v->dims.empty() && !dims_compatible(Shape(v->dims), outs[k].shape))
+                    throw shape_error("dlgraph.shape.declared", where + ": " + op.type + " writes shape " +
+                                                                    to_string(outs[k].shape) + " to '" + v->name +
+                                                                    "', which is declared " +
+                                                                    to_string(Shape(v->dims)));
+            }
+        }
+    }
+}
+
+// Parses and validates a program from JSON text.
+inline ProgramDesc load_program(std::string_view text) {
+    ProgramDesc p;
+    from_json(parse_json_text(text), p);
+    validate(p);
+    return p;
+}
+
+inline std::string save_program(const ProgramDesc& p, int indent = 1) {
+    json j = p;
+    return j.dump(indent);
+}
+
+inline std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw io_error("dlgraph.io.open", "cannot open '" + path + "' for reading");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+inline ProgramDesc load_program_file(const std::string& path) {
+    try {
+        return load_program(read_text_file(path));
+    } catch (const format_error& e) {
+        throw format_error(e.id(), path + ": " + std::string(e.what()).substr(e.id().size() + 3));
+    }
+}
+
+}  // namespace dlgraph
