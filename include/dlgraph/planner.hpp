@@ -274,4 +274,87 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
     return plan;
 }
 
+// Concrete dtypes and shapes of a plan's values. On entry `metas[v]` is
+// set for every value with `known[v]` (feeds and values read from the
+// scope); on return every value the plan writes is set too, and
+// `kernel_dtypes[s]` names the kernel each step will use. Throws, as a run
+// would, on a shape or dtype the ops reject or an op the device lacks.
+inline void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
+                       std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name) {
+    kernel_dtypes.assign(p.steps.size(), DataType::FP32);
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        const PlannedStep& st = p.steps[s];
+        std::vector<const VarMeta*> ins;
+        std::vector<VarMeta> outs(st.outs.size());
+        std::vector<VarMeta*> outp;
+        for (int v : st.ins) ins.push_back(&metas[static_cast<std::size_t>(v)]);
+        for (auto& m : outs) outp.push_back(&m);
+        InferContext ctx(*st.def, st.label, {ins.data(), st.in_off.data()}, {outp.data(), st.out_off.data()},
+                         st.attrs.data());
+        st.def->infer(ctx);
+        for (std::size_t k = 0; k < st.outs.size(); ++k) {
+            const auto v = static_cast<std::size_t>(st.outs[k]);
+            const PlannedValue& pv = p.values[v];
+            if (!outs[k].shape.known())
+                throw shape_error("dlgraph.shape.unknown", st.label + ": could not infer the shape of '" + pv.name +
+                                                               "' (got " + to_string(outs[k].shape) + ")");
+            if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, outs[k].shape))
+                throw shape_error("dlgraph.shape.declared", st.label + " writes shape " + to_string(outs[k].shape) +
+                                                                " to '" + pv.name + "', which is declared " +
+                                                                to_string(pv.declared.shape));
+            if (pv.kind == ValueKind::persistable && known[v] &&
+                !(metas[v].shape == outs[k].shape && metas[v].dtype == outs[k].dtype))
+                throw shape_error("dlgraph.shape.persistable", st.label + " would change persistable '" + pv.name +
+                                                                   "' from " + to_string(metas[v].shape) + " to " +
+                                                                   to_string(outs[k].shape));
+            metas[v] = outs[k];
+            known[v] = true;
+        }
+        DataType kt = st.def->kernel_slot >= 0
+                          ? ctx.dtype(st.def->kernel_slot)
+                          : dtype_from_int(st.attrs[static_cast<std::size_t>(st.def->dtype_attr)].i);
+        if (!st.def->supports(device, kt))
+            throw type_error("dlgraph.type.kernel", st.label + ": no " + std::string(device_name) + " kernel for " +
+                                                        to_string(kt) + " (it has: " + st.def->supported_dtypes(device) +
+                                                        ")");
+        kernel_dtypes[s] = kt;
+    }
+}
+
+// Bytes of each arena slot, and totals, for concrete metas.
+struct MemoryPlan {
+    std::vector<std::size_t> slot_bytes;
+    std::size_t arena_bytes = 0;      // all slots: what the plan allocates for intermediates
+    std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
+    std::size_t lower_bound = 0;      // the most bytes live at once (largest simultaneous set)
+};
+
+inline std::size_t meta_bytes(const VarMeta& m) {
+    return m.shape.known() ? static_cast<std::size_t>(m.shape.numel()) * dtype_size(m.dtype) : 0;
+}
+
+inline MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+    MemoryPlan m;
+    m.slot_bytes.assign(static_cast<std::size_t>(p.num_slots), 0);
+    for (std::size_t v = 0; v < p.values.size(); ++v) {
+        const PlannedValue& pv = p.values[v];
+        if (pv.kind != ValueKind::intermediate || pv.slot < 0) continue;
+        std::size_t b = meta_bytes(metas[v]);
+        auto& sb = m.slot_bytes[static_cast<std::size_t>(pv.slot)];
+        sb = std::max(sb, b);
+        m.unshared_bytes += b;
+    }
+    for (auto b : m.slot_bytes) m.arena_bytes += b;
+    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
+        std::size_t live = 0;
+        for (std::size_t v = 0; v < p.values.size(); ++v) {
+            const PlannedValue& pv = p.values[v];
+            if (pv.kind == ValueKind::intermediate && pv.first_step <= s && (pv.last_step >= s || pv.target))
+                live += meta_bytes(metas[v]);
+        }
+        m.lower_bound = std::max(m.lower_bound, live);
+    }
+    return m;
+}
+
 }  // namespace dlgraph

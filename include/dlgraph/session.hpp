@@ -333,53 +333,10 @@ private:
                 metas[v] = {bp.tensors[v]->dtype(), bp.tensors[v]->shape()};
                 known[v] = true;
             }
-        std::vector<KernelFn> fns(p.steps.size());
-        for (std::size_t s = 0; s < p.steps.size(); ++s) {
-            const PlannedStep& st = p.steps[s];
-            std::vector<const VarMeta*> ins;
-            std::vector<VarMeta> outs(st.outs.size());
-            std::vector<VarMeta*> outp;
-            for (int v : st.ins) ins.push_back(&metas[static_cast<std::size_t>(v)]);
-            for (auto& m : outs) outp.push_back(&m);
-            InferContext ctx(*st.def, st.label, {ins.data(), st.in_off.data()}, {outp.data(), st.out_off.data()},
-                             st.attrs.data());
-            st.def->infer(ctx);
-            for (std::size_t k = 0; k < st.outs.size(); ++k) {
-                int v = st.outs[k];
-                const PlannedValue& pv = p.values[static_cast<std::size_t>(v)];
-                if (!outs[k].shape.known())
-                    throw shape_error("dlgraph.shape.unknown", st.label + ": could not infer the shape of '" + pv.name +
-                                                                   "' (got " + to_string(outs[k].shape) + ")");
-                if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, outs[k].shape))
-                    throw shape_error("dlgraph.shape.declared", st.label + " writes shape " + to_string(outs[k].shape) +
-                                                                    " to '" + pv.name + "', which is declared " +
-                                                                    to_string(pv.declared.shape));
-                if (pv.kind == ValueKind::persistable && known[static_cast<std::size_t>(v)] &&
-                    !(metas[static_cast<std::size_t>(v)].shape == outs[k].shape &&
-                      metas[static_cast<std::size_t>(v)].dtype == outs[k].dtype))
-                    throw shape_error("dlgraph.shape.persistable",
-                                      st.label + " would change persistable '" + pv.name + "' from " +
-                                          to_string(metas[static_cast<std::size_t>(v)].shape) + " to " +
-                                          to_string(outs[k].shape));
-                metas[static_cast<std::size_t>(v)] = outs[k];
-                known[static_cast<std::size_t>(v)] = true;
-            }
-            DataType kt = st.def->kernel_slot >= 0 ? ctx.dtype(st.def->kernel_slot)
-                                                   : dtype_from_int(st.attrs[static_cast<std::size_t>(st.def->dtype_attr)].i);
-            fns[s] = st.def->kernel(Device::kind, kt);
-            if (!fns[s])
-                throw type_error("dlgraph.type.kernel", st.label + ": no " + std::string(Device::name) + " kernel for " +
-                                                            to_string(kt) + " (it has: " +
-                                                            st.def->supported_dtypes(Device::kind) + ")");
-        }
+        std::vector<DataType> kernel_dtypes;
+        infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name);
         // Commit: arena sizes, bindings, kernels.
-        std::vector<std::size_t> need(bp.arena.size(), 0);
-        for (std::size_t v = 0; v < p.values.size(); ++v) {
-            const PlannedValue& pv = p.values[v];
-            if (pv.kind != ValueKind::intermediate || pv.slot < 0) continue;
-            std::size_t bytes = static_cast<std::size_t>(metas[v].shape.numel()) * dtype_size(metas[v].dtype);
-            need[static_cast<std::size_t>(pv.slot)] = std::max(need[static_cast<std::size_t>(pv.slot)], bytes);
-        }
+        const std::vector<std::size_t> need = plan_memory(p, metas).slot_bytes;
         for (std::size_t s = 0; s < need.size(); ++s)
             if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
         for (std::size_t v = 0; v < p.values.size(); ++v) {
@@ -390,7 +347,8 @@ private:
             else
                 bp.tensors[v]->resize(metas[v].dtype, metas[v].shape);
         }
-        for (std::size_t s = 0; s < fns.size(); ++s) bp.steps[s].first = fns[s];
+        for (std::size_t s = 0; s < p.steps.size(); ++s)
+            bp.steps[s].first = p.steps[s].def->kernel(Device::kind, kernel_dtypes[s]);
         bp.metas = std::move(metas);
         for (std::size_t i = 0; i < bp.inputs.size(); ++i)
             bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
