@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages dlgraph needs; does nothing when all are
+# present. Runs as root or through sudo.
+set -euo pipefail
+pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
+      libbenchmark-dev zlib1g-dev ${DLGRAPH_EXTRA_PACKAGES:-})
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

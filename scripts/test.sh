@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh Debian 12 machine: installs what is
+# missing, builds, runs the tests, then runs them again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the scope's
+# concurrency tests under ThreadSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=${DLGRAPH_JOBS:-$(nproc)}
+
+echo "== build and test (Release)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-asan -j "$jobs" --target dlgraph_tests dlgraph_cli
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(compile_fail|packaging)'
+
+echo "== concurrency tests under ThreadSanitizer"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build-tsan -j "$jobs" --target dlgraph_thread_tests
+TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests
+echo "== all tests passed"

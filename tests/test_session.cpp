@@ -1,0 +1,225 @@
+// Session behaviour: evaluation with feeds, pruning, persistable variables,
+// plan caching, errors by message, and that a failed call leaves the session
+// working.
+#include <dlgraph/dlgraph.hpp>
+
+#include "test_helpers.hpp"
+
+using namespace dlgraph;
+
+TEST_CASE("the seed example: c = a * b, then a fed") {
+    Program p;
+    auto a = p.variable<float>("a", 1.0f);
+    auto b = p.variable<float>("b", 2.0f);
+    auto c = a * b;
+    Session<cpu> s(p);
+    CHECK(s.eval(c)(0) == 2.0f);
+    CHECK(s.eval(c, {{a, 3.0}})(0) == 6.0f);
+    CHECK(s.eval(c, {{"a", 3}})(0) == 6.0f);
+    CHECK(s.eval(c)(0) == 2.0f);  // a feed lasts one call
+}
+
+TEST_CASE("feeding an intermediate variable overrides its producer") {
+    Program p;
+    auto x = p.input<double>("x", {3});
+    auto h = exp(x);
+    auto y = h + 1.0;
+    Session<cpu> s(p);
+    xt::xarray<double> xv = {0, 1, 2}, hv = {10, 20, 30};
+    auto full = s.eval(y, {{x, xv}});
+    CHECK(full(1) == doctest::Approx(std::exp(1.0) + 1));
+    auto cut = s.eval(y, {{h, hv}});  // x is not needed any more
+    CHECK(cut == xt::xarray<double>{11, 21, 31});
+}
+
+TEST_CASE("an op the targets do not need never runs") {
+    Program p;
+    auto one = p.constant<std::int32_t>(1, {1});
+    auto zero = p.constant<std::int32_t>(0, {1});
+    auto bad = one / zero;  // integer division by zero throws if it runs
+    auto good = one + one;
+    Session<cpu> s(p);
+    CHECK(s.eval(good)(0) == 2);
+    CHECK_THROWS_CONTAINING(s.eval(bad), value_error, "[dlgraph.value.div0]");
+    CHECK(s.eval(good)(0) == 2);  // and the session still works
+    const auto& plan = s.plan(std::vector<TargetRef>{good}, {});
+    for (auto& st : plan.steps) CHECK(st.def->type != "elementwise_div");
+}
+
+TEST_CASE("several targets, by handle and by name, and op targets") {
+    Program p;
+    auto x = p.input<float>("x", {2});
+    auto y = x * 2.0f;
+    auto z = y + x;
+    Session<cpu> s(p);
+    xt::xarray<float> xv = {1, 2};
+    auto r = s.eval({y, z, TargetRef(z.name())}, {{x, xv}});
+    REQUIRE(r.size() == 3);
+    CHECK(to_xarray<float>(r[0]) == xt::xarray<float>{2, 4});
+    CHECK(to_xarray<float>(r[1]) == xt::xarray<float>{3, 6});
+    CHECK(to_xarray<float>(r[2]) == xt::xarray<float>{3, 6});
+    auto op = s.eval(TargetRef::op_only(z.op()), {{x, xv}});
+    CHECK_FALSE(op.initialized());
+}
+
+TEST_CASE("persistable variables are initialized once and keep their values") {
+    Program p;
+    auto w = p.parameter<float>("w", {4}, init::uniform(-1, 1));  // seed 0: fresh random each run
+    auto y = w * 1.0f;
+    Session<cpu> s(p);
+    auto w1 = s.eval(w);
+    auto y1 = s.eval(y);
+    CHECK(y1 == w1);
+    CHECK(s.eval(w) == w1);
+    // Two sessions on one program have independent scopes.
+    Session<cpu> s2(p);
+    CHECK_FALSE(s2.eval(w) == w1);
+    CHECK(s.eval(w) == w1);
+    // Feeding a persistable overrides it for that call only.
+    xt::xarray<float> ones = xt::ones<float>({4});
+    CHECK(s.eval(y, {{w, ones}}) == ones);
+    CHECK(s.eval(y) == w1);
+}
+
+TEST_CASE("the same seed gives the same parameters") {
+    Program p;
+    auto w = p.parameter<double>("w", {3, 2}, init::normal(0, 1, 42));
+    Session<cpu> a(p), b(p);
+    CHECK(a.eval(w) == b.eval(w));
+}
+
+TEST_CASE("a session sees ops appended to its program later") {
+    Program p;
+    auto x = p.variable<float>("x", 3.0f);
+    Session<cpu> s(p);
+    CHECK(s.eval(x)(0) == 3.0f);
+    auto y = x * x;
+    CHECK(s.eval(y)(0) == 9.0f);
+}
+
+TEST_CASE("plans are cached per targets and fed names") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = relu(x);
+    Session<cpu> s(p);
+    xt::xarray<float> v1 = {-1, 2}, v2 = {3, -4, 5};
+    s.eval(y, {{x, v1}});
+    s.eval(y, {{x, v2}});  // new shape: same plan, new shape pass
+    CHECK(s.cached_plans() == 1);
+    CHECK(s.eval(y, {{x, v2}}) == xt::xarray<float>{3, 0, 5});
+}
+
+TEST_CASE("feeds: missing, unknown, wrong dtype, wrong shape") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 3});
+    auto y = relu(x);
+    Session<cpu> s(p);
+    CHECK_THROWS_CONTAINING(s.eval(y), feed_error, "[dlgraph.feed.missing]", "relu (op #0) needs 'x'");
+    xt::xarray<double> wrong_type = xt::zeros<double>({2, 3});
+    CHECK_THROWS_CONTAINING(s.eval(y, {{x, wrong_type}}), type_error, "[dlgraph.type.feed]",
+                            "feed 'x' is FP64 but the variable is FP32");
+    xt::xarray<float> wrong_shape = xt::zeros<float>({2, 4});
+    CHECK_THROWS_CONTAINING(s.eval(y, {{x, wrong_shape}}), shape_error, "[dlgraph.shape.feed]",
+                            "feed 'x' has shape [2,4] but the variable is declared [-1,3]");
+    xt::xarray<float> ok = {{-1, 0, 1}};
+    CHECK_THROWS_CONTAINING(s.eval(y, {{x, ok}, {"nope", ok}}), feed_error, "[dlgraph.feed.unknown]",
+                            "feed 'nope' names no variable");
+    CHECK(s.eval(y, {{x, ok}}) == xt::xarray<float>{{0, 0, 1}});  // still works
+}
+
+TEST_CASE("shape mismatches at run time leave the session as it was") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = p.input<float>("y", {-1});
+    auto z = x + y;
+    Session<cpu> s(p);
+    xt::xarray<float> a = {1, 2, 3}, b = {1, 2};
+    CHECK_THROWS_CONTAINING(s.eval(z, {{x, a}, {y, b}}), shape_error, "[dlgraph.shape.broadcast]",
+                            "elementwise_add (op #0)", "X is [3] but Y is [2]");
+    xt::xarray<float> c = {10, 20, 30};
+    CHECK(s.eval(z, {{x, a}, {y, c}}) == xt::xarray<float>{11, 22, 33});
+}
+
+TEST_CASE("cycles in a loaded program are reported") {
+    // op 0 reads b, which only op 1 (later) writes.
+    const char* text = R"({"version":1,"blocks":[{"idx":0,"parent_idx":-1,"vars":[
+      {"name":"a","type":"LOD_TENSOR","persistable":false,"lod_tensor":{"tensor":{"data_type":"FP32","dims":[2]},"lod_level":0}},
+      {"name":"b","type":"LOD_TENSOR","persistable":false,"lod_tensor":{"tensor":{"data_type":"FP32","dims":[2]},"lod_level":0}}],
+      "ops":[{"type":"relu","inputs":[{"parameter":"X","arguments":["b"]}],"outputs":[{"parameter":"Out","arguments":["a"]}]},
+             {"type":"relu","inputs":[{"parameter":"X","arguments":["a"]}],"outputs":[{"parameter":"Out","arguments":["b"]}]}]}]})";
+    Session<cpu> s(load_program(text));
+    CHECK_THROWS_CONTAINING(s.eval(TargetRef("b")), graph_error, "[dlgraph.graph.cycle]",
+                            "relu (op #0) reads 'b', which only the later relu (op #1) writes");
+    // Feeding b cuts the cycle.
+    xt::xarray<float> bv = {-1, 1};
+    CHECK(to_xarray<float>(s.eval(TargetRef("a"), {{"b", bv}})) == xt::xarray<float>{0, 1});
+}
+
+TEST_CASE("unset variables, wrong reads and a persistable without initializer") {
+    Scope scope;
+    auto& v = scope.var("t");
+    CHECK_THROWS_CONTAINING(v.get<Tensor>(), value_error, "[dlgraph.value.unset]", "variable 't' holds no value");
+    v.get_mutable<Tensor>() = Tensor::scalar(1.5f);
+    CHECK_THROWS_CONTAINING(v.get<std::string>(), type_error, "variable 't' holds a tensor, not a string");
+    CHECK_THROWS_CONTAINING(v.get<Tensor>().item<double>(), type_error, "tensor is FP32 but was read as FP64");
+
+    ProgramDesc d;
+    d.blocks[0].vars.push_back({"w", VarType::LOD_TENSOR, DataType::FP32, {2}, 0, true});
+    d.blocks[0].vars.push_back({"y", VarType::LOD_TENSOR, DataType::FP32, {2}, 0, false});
+    OpDesc op;
+    op.type = "relu";
+    op.set_input("X", {"w"}).set_output("Out", {"y"});
+    d.blocks[0].ops.push_back(op);
+    Session<cpu> s(d);
+    CHECK_THROWS_CONTAINING(s.eval(TargetRef("y")), value_error, "[dlgraph.value.unset]",
+                            "persistable variable 'w' has no value");
+    s.scope().var("w").get_mutable<Tensor>() = to_tensor(xt::xarray<float>{-2, 2});
+    CHECK(to_xarray<float>(s.eval(TargetRef("y"))) == xt::xarray<float>{0, 2});
+}
+
+TEST_CASE("a closed session throws on every call") {
+    Program p;
+    auto a = p.variable<float>("a", 1.0f);
+    Session<cpu> s(p);
+    CHECK(s.eval(a)(0) == 1.0f);
+    s.close();
+    CHECK(s.closed());
+    CHECK_THROWS_CONTAINING(s.eval(a), session_error, "[dlgraph.session.closed]");
+    CHECK_THROWS_CONTAINING(s.scope(), session_error, "[dlgraph.session.closed]");
+}
+
+TEST_CASE("builder errors: shapes at the call, programs mixed, bad targets") {
+    Program p, q;
+    auto a = p.input<float>("a", {2, 3});
+    auto b = p.input<float>("b", {4});
+    CHECK_THROWS_CONTAINING(a + b, shape_error, "elementwise_add", "X is [2,3] but Y is [4]");
+    CHECK(p.op_count() == 0);  // the failed call added nothing
+    auto c = q.input<float>("c", {3});
+    CHECK_THROWS_CONTAINING(a + c, graph_error, "[dlgraph.graph.program]", "belong to different programs");
+    CHECK_THROWS_CONTAINING(p.input<float>("a", {1}), graph_error, "variable 'a' is already declared");
+    Session<cpu> s(p);
+    CHECK_THROWS_CONTAINING(s.eval(TargetRef("zz")), graph_error, "variable 'zz' is not declared");
+    CHECK_THROWS_CONTAINING(s.eval(TargetRef::op_only(99)), graph_error, "target op #99 does not exist");
+    CHECK_THROWS_CONTAINING(p.var<double>("a"), type_error, "variable 'a' is FP32, not FP64");
+}
+
+TEST_CASE("feeds of scalars convert to the variable's dtype") {
+    Program p;
+    auto i = p.variable<std::int64_t>("i", 5);
+    auto j = i * i;
+    Session<cpu> s(p);
+    CHECK(s.eval(j, {{i, 7}})(0) == 49);
+    CHECK(s.eval(j, {{i, 3.9}})(0) == 9);  // truncates like a C++ conversion
+}
+
+TEST_CASE("results are copies, never views into the scope") {
+    Program p;
+    auto x = p.input<float>("x", {2});
+    auto y = x + 1.0f;
+    Session<cpu> s(p);
+    xt::xarray<float> v = {1, 2};
+    Tensor first = s.eval(TargetRef(y), {{x, v}});
+    xt::xarray<float> w = {5, 6};
+    s.eval(TargetRef(y), {{x, w}});
+    CHECK(to_xarray<float>(first) == xt::xarray<float>{2, 3});
+}
