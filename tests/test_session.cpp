@@ -223,3 +223,24 @@ TEST_CASE("results are copies, never views into the scope") {
     s.eval(TargetRef(y), {{x, w}});
     CHECK(to_xarray<float>(first) == xt::xarray<float>{2, 3});
 }
+
+TEST_CASE("eval_into reuses the caller's tensors and every result stays correct") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = x * 2.0f + 1.0f;
+    auto z = y * y;
+    Session<cpu> s(p);
+    const std::vector<TargetRef> targets{y, z};
+    std::vector<Tensor> out(2);
+    Tensor kept;
+    for (int i = 0; i < 6; ++i) {
+        xt::xarray<float> xv = xt::xarray<float>::from_shape({5});
+        xv.fill(static_cast<float>(i));
+        const std::vector<Feed> feeds{{x.name(), xv}};
+        s.eval_into(targets, feeds, out);
+        CHECK(to_xarray<float>(out[0]) == xt::xarray<float>(xt::ones<float>({5}) * (2.0f * i + 1)));
+        CHECK(to_xarray<float>(out[1]) == xt::xarray<float>(xt::ones<float>({5}) * (2.0f * i + 1) * (2.0f * i + 1)));
+        if (i == 1) kept = out[0];
+    }
+    CHECK(to_xarray<float>(kept) == xt::xarray<float>(xt::ones<float>({5}) * 3.0f));
+}

@@ -245,7 +245,7 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
     for (auto& n : scope_reads) plan.scope_reads.push_back(value(n));
 
     // Memory plan: intermediates share arena slots when lifetimes do not
-    // overlap; targets keep theirs to the end.
+    // overlap; a target has a slot of its own, kept to the end.
     std::vector<int> free_slots;
     std::vector<bool> released(plan.values.size(), false);
     for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
@@ -253,7 +253,9 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
         for (int v : st.outs) {
             auto& pv = plan.values[static_cast<std::size_t>(v)];
             if (pv.kind != ValueKind::intermediate || pv.slot >= 0) continue;
-            if (!free_slots.empty()) {
+            // A target keeps a slot of its own, so its buffer can be handed
+            // to the caller (see Session::eval_into) without touching others.
+            if (!free_slots.empty() && !pv.target) {
                 pv.slot = free_slots.back();
                 free_slots.pop_back();
             } else {

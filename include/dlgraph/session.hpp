@@ -373,8 +373,27 @@ private:
         for (std::size_t i = 0; i < out.size(); ++i) {
             int v = p.target_values[i];
             if (v < 0) out[i].reset();
-            else out[i].copy_from(*bp.tensors[static_cast<std::size_t>(v)]);
+            else hand_out(bp, v, out[i]);
         }
+    }
+
+    // Gives the caller the value of target `v`. When the caller's tensor owns
+    // a large enough buffer of its own and the target has a dedicated arena
+    // slot, the two buffers are swapped instead of copied: the caller gets
+    // the computed buffer, the plan takes the caller's old one.
+    static void hand_out(bound_plan& bp, int v, Tensor& dst) {
+        const PlannedValue& pv = bp.plan.values[static_cast<std::size_t>(v)];
+        Tensor& src = *bp.tensors[static_cast<std::size_t>(v)];
+        const bool swappable = pv.kind == ValueKind::intermediate && pv.written && pv.slot >= 0 &&
+                               src.buffer() && dst.buffer() && dst.buffer().use_count() == 1 &&
+                               dst.capacity() >= src.bytes() &&
+                               dst.capacity() <= 2 * std::max<std::size_t>(src.bytes(), buffer_alignment);
+        if (!swappable) return dst.copy_from(src);
+        auto& slot = bp.arena[static_cast<std::size_t>(pv.slot)];
+        std::shared_ptr<Buffer> mine = dst.buffer();
+        dst.bind(src.buffer(), src.dtype(), src.shape());
+        slot = std::move(mine);
+        src.bind(slot, src.dtype(), src.shape());
     }
 
     std::shared_ptr<const detail::program_state> program_;
