@@ -77,6 +77,12 @@ private:
     value_type v_;
 };
 
+// Lets the variable map be searched by string_view without a std::string.
+struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 class Scope {
 public:
     Scope() = default;
@@ -93,21 +99,24 @@ public:
     }
     Variable* find_local(std::string_view name) const {
         std::shared_lock lock(mu_);
-        auto it = vars_.find(std::string(name));
+        auto it = vars_.find(name);
         return it == vars_.end() ? nullptr : it->second.get();
     }
     // The local variable `name`, created (empty) if absent here; shadows any
     // ancestor's variable of that name.
     Variable& var(std::string_view name) {
         std::unique_lock lock(mu_);
-        auto& slot = vars_[std::string(name)];
-        if (!slot) slot = std::make_unique<Variable>(std::string(name));
-        return *slot;
+        auto it = vars_.find(name);
+        if (it == vars_.end()) it = vars_.emplace(std::string(name), std::make_unique<Variable>(std::string(name))).first;
+        return *it->second;
     }
     // Removes the local variable `name`; returns whether there was one.
     bool erase(std::string_view name) {
         std::unique_lock lock(mu_);
-        return vars_.erase(std::string(name)) > 0;
+        auto it = vars_.find(name);
+        if (it == vars_.end()) return false;
+        vars_.erase(it);
+        return true;
     }
     std::vector<std::string> local_names() const {
         std::shared_lock lock(mu_);
@@ -144,7 +153,7 @@ public:
 private:
     Scope* parent_ = nullptr;
     mutable std::shared_mutex mu_;
-    std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
+    std::unordered_map<std::string, std::unique_ptr<Variable>, string_hash, std::equal_to<>> vars_;
     std::list<std::unique_ptr<Scope>> kids_;
 };
 
