@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <dlgraph/dlgraph.hpp>
+
+#include <random>
 #include <string>
 
 // Checks that `expr` throws an exception of type `type` whose message
@@ -22,3 +25,34 @@
         }                                                                                           \
         CHECK_MESSAGE(thrown_, "expected " #type " from " #expr);                                   \
     } while (0)
+
+// A random but valid program (used by property tests): inputs "in0".."in2"
+// of dims [-1, n], parameters w and b, and a chain of element-wise ops.
+inline dlgraph::Program random_program(std::mt19937& rng) {
+    using namespace dlgraph;
+    Program p;
+    std::uniform_int_distribution<int> dim(1, 5), pick(0, 100);
+    std::vector<Var<double>> pool;
+    int n_in = 1 + pick(rng) % 3;
+    Shape s{dim(rng), dim(rng)};
+    for (int i = 0; i < n_in; ++i) pool.push_back(p.input<double>("in" + std::to_string(i), {-1, s[1]}));
+    pool.push_back(p.parameter<double>("w", {s[1]}, init::uniform(-1, 1, pick(rng) + 1)));
+    pool.push_back(p.parameter<double>("b", {1}, init::normal(0, 2, 3), pick(rng) % 2 == 0));
+    int n_ops = 1 + pick(rng) % 12;
+    for (int i = 0; i < n_ops; ++i) {
+        auto& a = pool[static_cast<std::size_t>(pick(rng)) % pool.size()];
+        auto& b = pool[static_cast<std::size_t>(pick(rng)) % pool.size()];
+        switch (pick(rng) % 8) {
+            case 0: pool.push_back(a + b); break;
+            case 1: pool.push_back(a * b); break;
+            case 2: pool.push_back(relu(a)); break;
+            case 3: pool.push_back(scale(a, pick(rng) / 7.0, -pick(rng) / 3.0, pick(rng) % 2 == 0)); break;
+            case 4: pool.push_back(tanh(a)); break;
+            case 5: pool.push_back(elementwise_max(a, b)); break;
+            case 6: pool.push_back(a - 0.25); break;
+            default: pool.push_back(sigmoid(a)); break;
+        }
+    }
+    return p;
+}
+
