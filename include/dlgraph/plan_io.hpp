@@ -152,20 +152,22 @@ inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* 
 
     out += "values:\n";
     if (p.values.empty()) out += "  (none)\n";
-    std::size_t wname = 0, wtype = 0;
-    std::vector<std::string> types;
+    std::size_t wname = 0, wtype = 0, wbytes = 0;
+    std::vector<std::string> types, bytes;
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const VarMeta& m = metas ? (*metas)[v] : p.values[v].declared;
         types.push_back(std::string(dtype_name(m.dtype)) + " " + to_string(m.shape));
+        bytes.push_back(metas ? std::to_string(meta_bytes(m)) + " bytes" : std::string());
         wname = std::max(wname, p.values[v].name.size());
         wtype = std::max(wtype, types.back().size());
+        wbytes = std::max(wbytes, bytes.back().size());
     }
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
         std::string line = "  " + pad(pv.name, wname) + "  " +
                            pad(std::string(value_kind_names[static_cast<int>(pv.kind)]), 12) + "  " +
                            pad(types[v], wtype);
-        if (metas) line += "  " + pad(std::to_string(meta_bytes((*metas)[v])) + " bytes", 14);
+        if (metas) line += "  " + pad(bytes[v], wbytes);
         if (pv.slot >= 0) line += "  slot " + std::to_string(pv.slot);
         if (pv.written && pv.first_step != INT_MAX)
             line += "  live " + op_at(pv.first_step) + ".." +
