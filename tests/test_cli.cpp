@@ -1,0 +1,345 @@
+// The dlgraph command-line tool, run as a separate process (DLGRAPH_CLI):
+// run with feeds and with --params, inspect, plan (text and JSON, with and
+// without concrete shapes), dot, help, and every error path giving exit
+// status 1 and one "dlgraph: error: [id] ..." line on stderr.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dlgraph/builder.hpp>
+#include <dlgraph/npy.hpp>
+
+#ifndef DLGRAPH_CLI
+#define DLGRAPH_CLI ""
+#endif
+
+using namespace dlgraph;
+namespace fs = std::filesystem;
+
+namespace {
+
+const bool no_cli = std::string_view(DLGRAPH_CLI).empty();
+
+struct CliTempDir {
+    fs::path path;
+    CliTempDir() {
+        static std::atomic<int> counter{0};
+        path = fs::temp_directory_path() /
+               ("dlgraph_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~CliTempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_all(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Single-quoted for /bin/sh.
+std::string q(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+struct CliResult {
+    int status = -1;
+    std::string out, err;
+};
+
+// Runs the CLI with `args` (already quoted) in `dir`'s parent shell.
+CliResult run_cli(const CliTempDir& dir, const std::string& args) {
+    const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+    const std::string cmd = q(DLGRAPH_CLI) + " " + args + " >" + q(out) + " 2>" + q(err);
+    const int rc = std::system(cmd.c_str());
+    CliResult r;
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = read_all(out);
+    r.err = read_all(err);
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+}
+
+// Exit status 1 and exactly one stderr line "dlgraph: error: [ID] ...".
+void check_error(const CliResult& r, const std::string& id, const std::string& also = "") {
+    INFO("stderr: " << r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.rfind("dlgraph: error: [" + id + "] ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.back() == '\n');
+    if (!also.empty()) CHECK(r.err.find(also) != std::string::npos);
+}
+
+Tensor fp32(const Shape& shape, std::initializer_list<float> values) {
+    Tensor t(DataType::FP32, shape);
+    std::copy(values.begin(), values.end(), t.data<float>());
+    return t;
+}
+
+// y = relu(x * w + b) with x [-1,3] fed, w ("fc.w@0", needs escaping) and b
+// parameters; ops: #0 init w, #1 init b, #2 mul, #3 add, #4 relu.
+struct CliNet {
+    CliTempDir dir;
+    std::string program, x_file;
+    Tensor x = fp32({2, 3}, {1, -2, 3, -4, 5, -6});
+    CliNet() {
+        Program p;
+        auto xv = p.input<float>("x", {-1, 3});
+        auto w = p.parameter<float>("fc.w@0", {3}, init::constant(0.5));
+        auto b = p.parameter<float>("b", {3}, init::constant(0.25));
+        auto y = relu(xv * w + b);
+        REQUIRE(y.name() == "relu_0");
+        program = dir.file("net.json");
+        write_all(program, p.to_json());
+        x_file = dir.file("x.npy");
+        write_npy(x_file, x);
+    }
+    // relu(x * w + b) computed here.
+    Tensor expected(const std::vector<float>& w, const std::vector<float>& b) const {
+        Tensor y(DataType::FP32, {2, 3});
+        for (int i = 0; i < 6; ++i)
+            y.data<float>()[i] = std::max(0.0f, x.data<float>()[i] * w[static_cast<std::size_t>(i % 3)] +
+                                                    b[static_cast<std::size_t>(i % 3)]);
+        return y;
+    }
+};
+
+void check_close(const Tensor& got, const Tensor& want) {
+    REQUIRE(got.dtype() == want.dtype());
+    REQUIRE(got.shape() == want.shape());
+    for (std::int64_t i = 0; i < want.numel(); ++i)
+        CHECK(got.data<float>()[i] == doctest::Approx(want.data<float>()[i]));
+}
+
+}  // namespace
+
+TEST_CASE("cli: run evaluates fetches on .npy feeds and writes .npy results" * doctest::skip(no_cli)) {
+    CliNet n;
+    const std::string out = n.dir.file("out/sub");  // created by run
+    auto r = run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) +
+                                " --fetch relu_0 --fetch elementwise_mul_0 --out " + q(out));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    const std::string y_path = (fs::path(out) / "relu_0.npy").string();
+    CHECK(r.out == "relu_0 FP32 [2,3] " + y_path + "\nelementwise_mul_0 FP32 [2,3] " +
+                       (fs::path(out) / "elementwise_mul_0.npy").string() + "\n");
+    check_close(read_npy(y_path), n.expected({0.5f, 0.5f, 0.5f}, {0.25f, 0.25f, 0.25f}));
+    check_close(read_npy((fs::path(out) / "elementwise_mul_0.npy").string()),
+                fp32({2, 3}, {0.5f, -1, 1.5f, -2, 2.5f, -3}));
+
+    // A persistable can be fetched; its file name is escaped. OUT defaults to ".".
+    std::string cmd = "cd " + q(n.dir.path.string()) + " && " + q(DLGRAPH_CLI) + " run " + q(n.program) +
+                      " --fetch fc.w@0 > /dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    check_close(read_npy(n.dir.file("fc.w%400.npy")), fp32({3}, {0.5f, 0.5f, 0.5f}));
+    CHECK_FALSE(fs::exists(n.dir.file("fc.w%400.npy.tmp")));
+}
+
+TEST_CASE("cli: run --params loads persistables from DIR/<escaped name>.npy" * doctest::skip(no_cli)) {
+    CliNet n;
+    const std::string params = n.dir.file("params");
+    fs::create_directories(params);
+    write_npy((fs::path(params) / "fc.w%400.npy").string(), fp32({3}, {1, 2, 3}));
+    write_npy((fs::path(params) / "b.npy").string(), fp32({3}, {-1, 0, 1}));
+    const std::string base = "run " + q(n.program) + " --params " + q(params) + " --feed x=" + q(n.x_file) +
+                             " --fetch relu_0 --out " + q(n.dir.file("o"));
+
+    auto r = run_cli(n.dir, base);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    check_close(read_npy(n.dir.file("o/relu_0.npy")), n.expected({1, 2, 3}, {-1, 0, 1}));
+
+    SUBCASE("a parameter of the wrong dtype") {
+        Tensor wd(DataType::FP64, {3});
+        for (int i = 0; i < 3; ++i) wd.data<double>()[i] = i;
+        write_npy((fs::path(params) / "b.npy").string(), wd);
+        check_error(run_cli(n.dir, base), "dlgraph.type.param", "'b'");
+    }
+    SUBCASE("a parameter of the wrong shape") {
+        write_npy((fs::path(params) / "b.npy").string(), fp32({1, 3}, {1, 2, 3}));
+        check_error(run_cli(n.dir, base), "dlgraph.shape.param", "'b'");
+    }
+    SUBCASE("a missing parameter file names the variable") {
+        fs::remove(fs::path(params) / "fc.w%400.npy");
+        check_error(run_cli(n.dir, base), "dlgraph.io.param_missing", "'fc.w@0'");
+    }
+    SUBCASE("a params directory that does not exist") {
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --params " + q(n.dir.file("nope")) + " --feed x=" +
+                                       q(n.x_file) + " --fetch relu_0"),
+                    "dlgraph.io.open", "nope");
+    }
+}
+
+TEST_CASE("cli: run errors: one line on stderr with the right id" * doctest::skip(no_cli)) {
+    CliNet n;
+    const std::string o = " --out " + q(n.dir.file("o"));
+    SUBCASE("missing program file") {
+        check_error(run_cli(n.dir, "run " + q(n.dir.file("none.json")) + " --feed x=" + q(n.x_file) + " --fetch relu_0"),
+                    "dlgraph.io.open", "none.json");
+    }
+    SUBCASE("malformed JSON") {
+        write_all(n.dir.file("bad.json"), "{\"version\": 1, \"blocks\": [");
+        check_error(run_cli(n.dir, "run " + q(n.dir.file("bad.json")) + " --fetch relu_0"), "dlgraph.format.json",
+                    "bad.json");
+    }
+    SUBCASE("a program that is JSON but not a program") {
+        write_all(n.dir.file("odd.json"), "{\"version\": 1, \"blocks\": [], \"extra\": 2}");
+        check_error(run_cli(n.dir, "run " + q(n.dir.file("odd.json")) + " --fetch relu_0"), "dlgraph.format.field");
+    }
+    SUBCASE("unknown fetch name") {
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch nosuch" + o),
+                    "dlgraph.graph.undeclared", "nosuch");
+    }
+    SUBCASE("truncated .npy feed") {
+        std::string bytes = read_all(n.x_file);
+        write_all(n.x_file, bytes.substr(0, bytes.size() - 5));
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0" + o),
+                    "dlgraph.io.npy_truncated", n.x_file);
+    }
+    SUBCASE("feed of the wrong dtype") {
+        Tensor xd(DataType::FP64, {2, 3});
+        for (int i = 0; i < 6; ++i) xd.data<double>()[i] = i;
+        write_npy(n.x_file, xd);
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0" + o),
+                    "dlgraph.type.feed", "'x'");
+    }
+    SUBCASE("feed of the wrong shape") {
+        write_npy(n.x_file, fp32({3, 2}, {1, 2, 3, 4, 5, 6}));
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0" + o),
+                    "dlgraph.shape.feed", "'x'");
+    }
+    SUBCASE("missing feed") {
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --fetch relu_0" + o), "dlgraph.feed.missing", "'x'");
+    }
+    SUBCASE("feed of an unknown variable") {
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --feed zz=" +
+                                       q(n.x_file) + " --fetch relu_0" + o),
+                    "dlgraph.feed.unknown", "'zz'");
+    }
+    SUBCASE("feed file that is not .npy") {
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.program) + " --fetch relu_0" + o),
+                    "dlgraph.io.npy_magic", n.program);
+    }
+    SUBCASE("usage errors") {
+        check_error(run_cli(n.dir, ""), "dlgraph.cli.usage");
+        check_error(run_cli(n.dir, "frobnicate x.json"), "dlgraph.cli.usage", "frobnicate");
+        check_error(run_cli(n.dir, "run " + q(n.program)), "dlgraph.cli.usage", "--fetch");
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --fetch"), "dlgraph.cli.usage", "--fetch");
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x --fetch relu_0"), "dlgraph.cli.usage");
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --fetch relu_0 --bogus"), "dlgraph.cli.usage", "--bogus");
+        check_error(run_cli(n.dir, "run " + q(n.program) + " other.json --fetch relu_0"), "dlgraph.cli.usage");
+        check_error(run_cli(n.dir, "inspect"), "dlgraph.cli.usage");
+        check_error(run_cli(n.dir, "inspect " + q(n.program) + " --json"), "dlgraph.cli.usage");
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --feed x=" + q(n.x_file) +
+                                       " --fetch relu_0"),
+                    "dlgraph.cli.usage", "twice");
+    }
+    // Nothing was written by any failing run.
+    CHECK_FALSE(fs::exists(n.dir.file("o/relu_0.npy")));
+}
+
+TEST_CASE("cli: help" * doctest::skip(no_cli)) {
+    CliTempDir dir;
+    for (const char* h : {"--help", "help", "run --help"}) {
+        auto r = run_cli(dir, h);
+        CHECK(r.status == 0);
+        CHECK(r.out.rfind("usage: dlgraph", 0) == 0);
+        CHECK(r.out.find("inspect") != std::string::npos);
+        CHECK(r.err.empty());
+    }
+}
+
+TEST_CASE("cli: inspect lists variables and ops" * doctest::skip(no_cli)) {
+    CliNet n;
+    auto r = run_cli(n.dir, "inspect " + q(n.program));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("block 0 (parent -1): 6 variables, 5 ops") != std::string::npos);
+    CHECK(r.out.find("x                  FP32 [-1,3]\n") != std::string::npos);
+    CHECK(r.out.find("fc.w@0             FP32 [3]  persistable\n") != std::string::npos);
+    CHECK(r.out.find("#0 fill_constant  (no inputs) -> Out=fc.w@0  {value=0.5, shape=[3], dtype=5 (FP32)}") !=
+          std::string::npos);
+    CHECK(r.out.find("#2 elementwise_mul  X=x, Y=fc.w@0 -> Out=elementwise_mul_0  {axis=-1}") != std::string::npos);
+}
+
+TEST_CASE("cli: plan without and with concrete shapes, text and JSON" * doctest::skip(no_cli)) {
+    CliNet n;
+    // Without --feed, the program's inputs (x) count as fed.
+    auto r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("fed: x\n") != std::string::npos);
+    CHECK(r.out.find("#2 elementwise_mul  X=x,Y=fc.w@0 -> Out=elementwise_mul_0\n") != std::string::npos);
+    CHECK(r.out.find("#4 relu  X=elementwise_add_0 -> Out=relu_0\n") != std::string::npos);
+    CHECK(r.out.find("memory:") == std::string::npos);
+
+    r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("FP32 [2,3]  24 bytes") != std::string::npos);
+    CHECK(r.out.find("one buffer per value: 72 bytes\n") != std::string::npos);
+    CHECK(r.out.find("lower bound: 48 bytes\n") != std::string::npos);
+    CHECK(r.out.find("arena: ") != std::string::npos);
+
+    r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file) + " --json");
+    REQUIRE(r.status == 0);
+    json j = json::parse(r.out);
+    CHECK(j["fed"] == json::array({"x"}));
+    CHECK(j["steps"].size() == 3);
+    CHECK(j["steps"][0]["inputs"]["Y"][0] == "fc.w@0");
+    CHECK(j["memory"]["unshared_bytes"] == 72);
+    CHECK(j["memory"]["lower_bound"] == 48);
+    std::size_t slots = 0;
+    for (auto& b : j["memory"]["slot_bytes"]) slots += b.get<std::size_t>();
+    CHECK(j["memory"]["arena_bytes"] == slots);
+
+    r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --json");
+    REQUIRE(r.status == 0);
+    CHECK_FALSE(json::parse(r.out).contains("memory"));
+
+    // The feed's file is checked as run would check it.
+    write_npy(n.x_file, fp32({2, 2}, {1, 2, 3, 4}));
+    check_error(run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file)),
+                "dlgraph.shape.feed", "'x'");
+    check_error(run_cli(n.dir, "plan " + q(n.program) + " --fetch nosuch"), "dlgraph.graph.undeclared", "nosuch");
+}
+
+TEST_CASE("cli: dot of the program and of a plan" * doctest::skip(no_cli)) {
+    CliNet n;
+    auto r = run_cli(n.dir, "dot " + q(n.program));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("digraph program {", 0) == 0);
+    CHECK(r.out.find("fill_constant\\n#0") != std::string::npos);
+
+    r = run_cli(n.dir, "dot " + q(n.program) + " --fetch relu_0");
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("digraph plan {", 0) == 0);
+    CHECK(r.out.find("fill_constant") == std::string::npos);
+    CHECK(r.out.find("x\\nFP32 [-1,3]\\nfeed") != std::string::npos);
+
+    const std::string file = n.dir.file("plan.dot");
+    r = run_cli(n.dir, "dot " + q(n.program) + " --fetch relu_0 -o " + q(file));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.empty());
+    CHECK(read_all(file).rfind("digraph plan {", 0) == 0);
+
+    check_error(run_cli(n.dir, "dot " + q(n.program) + " -o " + q(n.dir.file("no/dir/g.dot"))), "dlgraph.io.open");
+}

@@ -1,0 +1,436 @@
+// dlgraph: the command-line tool. Runs a program on .npy feeds, and shows
+// programs and plans (text, JSON, Graphviz DOT). See docs/cli.md.
+//
+// Every failure exits with status 1 and writes exactly one line to stderr:
+//   dlgraph: error: [dlgraph.some.id] message
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dlgraph/dot.hpp"
+#include "dlgraph/npy.hpp"
+#include "dlgraph/plan_io.hpp"
+#include "dlgraph/session.hpp"
+#include "dlgraph/validate.hpp"
+
+namespace {
+
+using namespace dlgraph;
+namespace fs = std::filesystem;
+
+constexpr const char* usage_text =
+    "usage: dlgraph COMMAND PROGRAM.json [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  run PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy...] [--params DIR] [--out DIR]\n"
+    "      Evaluate the fetched variables and write each to OUT/<NAME>.npy (OUT defaults to \".\").\n"
+    "      --params DIR loads the persistable variables the fetches need from DIR/<NAME>.npy;\n"
+    "      without it the program's initializer ops give them values.\n"
+    "  inspect PROGRAM.json\n"
+    "      List blocks, variables (dtype, dims, persistable) and ops (slots, attributes).\n"
+    "  plan PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy | --feed NAME ...] [--json]\n"
+    "      Show the execution plan; with a .npy file for every feed, also the concrete shapes\n"
+    "      and the memory the plan takes. --json prints the plan as JSON.\n"
+    "  dot PROGRAM.json [--fetch NAME...] [--feed NAME...] [-o FILE]\n"
+    "      Graphviz DOT of the program, or of the plan for the fetched variables.\n"
+    "  help, --help\n"
+    "      Print this text.\n"
+    "\n"
+    "Without --feed, plan and dot treat the program's inputs (variables that ops read but no op\n"
+    "writes, not persistable) as fed. Variable names in file names are escaped: bytes outside\n"
+    "[A-Za-z0-9._-] become %XX (uppercase hex), e.g. fc_0.w@GRAD -> fc_0.w%40GRAD.npy.\n"
+    "Errors: exit status 1 and one line on stderr, \"dlgraph: error: [id] message\".\n";
+
+[[noreturn]] void usage_fail(const std::string& msg) {
+    throw error("dlgraph.cli.usage", msg + " (see 'dlgraph --help')");
+}
+
+// ---- arguments ----------------------------------------------------------------
+
+struct Args {
+    std::string command;
+    std::string program;
+    std::vector<std::string> fetch;
+    std::vector<std::string> feed;  // NAME=FILE or NAME, as given
+    std::string params;
+    std::string out;
+    std::string output;  // -o
+    bool has_params = false, has_out = false, has_output = false, json = false;
+};
+
+Args parse_args(int argc, char** argv) {
+    Args a;
+    a.command = argv[1];
+    const std::set<std::string> commands{"run", "inspect", "plan", "dot"};
+    if (!commands.count(a.command)) usage_fail("unknown command '" + a.command + "'");
+    // Options each command takes.
+    std::set<std::string> allowed;
+    if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out"};
+    if (a.command == "plan") allowed = {"--fetch", "--feed", "--json"};
+    if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output"};
+
+    for (int i = 2; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg.size() > 1 && arg[0] == '-') {
+            std::string opt = arg, value;
+            bool inline_value = false;
+            if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+                opt = arg.substr(0, eq);
+                value = arg.substr(eq + 1);
+                inline_value = true;
+            }
+            if (!allowed.count(opt)) usage_fail("'" + a.command + "' does not take option '" + opt + "'");
+            if (opt == "--json") {
+                if (inline_value) usage_fail("option --json takes no value");
+                a.json = true;
+                continue;
+            }
+            if (!inline_value) {
+                if (i + 1 >= argc) usage_fail("option " + opt + " needs a value");
+                value = argv[++i];
+            }
+            if (value.empty()) usage_fail("option " + opt + " needs a non-empty value");
+            auto once = [&](bool& seen, std::string& dst) {
+                if (seen) usage_fail("option " + opt + " is given twice");
+                seen = true;
+                dst = value;
+            };
+            if (opt == "--fetch") a.fetch.push_back(value);
+            else if (opt == "--feed") a.feed.push_back(value);
+            else if (opt == "--params") once(a.has_params, a.params);
+            else if (opt == "--out") once(a.has_out, a.out);
+            else once(a.has_output, a.output);  // -o, --output
+        } else {
+            if (!a.program.empty()) usage_fail("unexpected argument '" + arg + "'");
+            a.program = arg;
+        }
+    }
+    if (a.program.empty()) usage_fail("'" + a.command + "' needs a PROGRAM.json");
+    if ((a.command == "run" || a.command == "plan") && a.fetch.empty())
+        usage_fail("'" + a.command + "' needs at least one --fetch NAME");
+    return a;
+}
+
+struct FeedSpec {
+    std::string name;
+    std::string file;  // empty: a name only
+};
+
+std::vector<FeedSpec> parse_feeds(const std::vector<std::string>& specs, bool need_file) {
+    std::vector<FeedSpec> out;
+    std::set<std::string> seen;
+    for (auto& s : specs) {
+        auto eq = s.find('=');
+        FeedSpec f;
+        f.name = s.substr(0, eq);
+        if (eq != std::string::npos) f.file = s.substr(eq + 1);
+        if (f.name.empty()) usage_fail("--feed '" + s + "' names no variable");
+        if (eq != std::string::npos && f.file.empty()) usage_fail("--feed '" + s + "' names no file");
+        if (need_file && f.file.empty()) usage_fail("--feed '" + s + "' needs the form NAME=FILE.npy");
+        if (!seen.insert(f.name).second) usage_fail("variable '" + f.name + "' is fed twice");
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+std::vector<TargetRef> fetch_targets(const std::vector<std::string>& names) {
+    std::vector<TargetRef> t;
+    for (auto& n : names)
+        if (std::find(t.begin(), t.end(), TargetRef(n)) == t.end()) t.emplace_back(n);
+    return t;
+}
+
+// ---- helpers ---------------------------------------------------------------------
+
+std::string npy_path(const std::string& dir, const std::string& name) {
+    return (fs::path(dir) / (escape_file_name(name) + ".npy")).string();
+}
+
+std::string dims_text(const std::vector<std::int64_t>& dims) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    return s + "]";
+}
+
+std::string number_text(double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+}
+
+std::string attr_text(const Attribute& a) {
+    auto list = [](const auto& v, auto f) {
+        std::string s = "[";
+        bool first = true;
+        for (auto&& x : v) {
+            s += (first ? "" : ",") + f(x);
+            first = false;
+        }
+        return s + "]";
+    };
+    switch (a.type) {
+        case AttrType::INT:
+        case AttrType::LONG: {
+            std::string s = std::to_string(a.i);
+            if ((a.name == "dtype" || a.name == "in_dtype" || a.name == "out_dtype") && a.i >= 0 && a.i < num_dtypes)
+                s += " (" + to_string(static_cast<DataType>(a.i)) + ")";
+            return s;
+        }
+        case AttrType::FLOAT: return number_text(a.f);
+        case AttrType::STRING: return json(a.s).dump();
+        case AttrType::INTS: return list(a.ints, [](std::int64_t x) { return std::to_string(x); });
+        case AttrType::FLOATS: return list(a.floats, [](double x) { return number_text(x); });
+        case AttrType::STRINGS: return list(a.strings, [](const std::string& x) { return json(x).dump(); });
+        case AttrType::BOOLEAN: return a.b ? "true" : "false";
+        case AttrType::BOOLEANS: return list(a.bools, [](bool x) { return std::string(x ? "true" : "false"); });
+        case AttrType::BLOCK: return "block " + std::to_string(a.block_idx);
+    }
+    return "?";
+}
+
+std::string slots_text(const std::vector<OpSlot>& slots) {
+    std::string s;
+    for (auto& sl : slots) {
+        if (!s.empty()) s += ", ";
+        s += sl.parameter + "=";
+        if (sl.arguments.size() != 1) s += "[";
+        for (std::size_t i = 0; i < sl.arguments.size(); ++i) s += (i ? "," : "") + sl.arguments[i];
+        if (sl.arguments.size() != 1) s += "]";
+    }
+    return s;
+}
+
+// Variables of block 0 that some op reads and no op writes (not persistable).
+std::vector<std::string> program_inputs(const ProgramDesc& p) {
+    const BlockDesc& b = p.blocks.at(0);
+    std::set<std::string> written;
+    for (auto& op : b.ops)
+        for (auto& s : op.outputs) written.insert(s.arguments.begin(), s.arguments.end());
+    std::vector<std::string> out;
+    for (auto& op : b.ops)
+        for (auto& s : op.inputs)
+            for (auto& a : s.arguments) {
+                const VarDesc* vd = b.find_var(a);
+                if (!vd || vd->persistable || vd->type != VarType::LOD_TENSOR || written.count(a)) continue;
+                if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+            }
+    return out;
+}
+
+// Plans `targets`, feeding the named variables, or (when none are named) the
+// program's inputs that the targets need.
+ExecutionPlan plan_for(const ProgramDesc& p, const std::vector<TargetRef>& targets, const std::vector<std::string>& fed,
+                       bool default_fed) {
+    if (!default_fed) return make_plan(p, targets, fed);
+    ExecutionPlan all = make_plan(p, targets, program_inputs(p));
+    std::vector<std::string> used;
+    for (std::size_t i = 0; i < all.fed.size(); ++i)
+        if (all.feed_values[i] >= 0) used.push_back(all.fed[i]);
+    return make_plan(p, targets, used);
+}
+
+// Checks a tensor against a declaration, as the session checks feeds.
+void check_against(const VarDesc& vd, const Tensor& t, const std::string& what, const std::string& type_id,
+                   const std::string& shape_id) {
+    if (t.dtype() != vd.data_type)
+        throw type_error(type_id, what + " is " + to_string(t.dtype()) + " but variable '" + vd.name + "' is " +
+                                      to_string(vd.data_type));
+    if (!vd.dims.empty() && !dims_compatible(Shape(vd.dims), t.shape()))
+        throw shape_error(shape_id, what + " has shape " + to_string(t.shape()) + " but variable '" + vd.name +
+                                        "' is declared " + dims_text(vd.dims));
+}
+
+// ---- commands --------------------------------------------------------------------
+
+int cmd_run(const Args& a) {
+    ProgramDesc desc = load_program_file(a.program);
+    const auto feeds_spec = parse_feeds(a.feed, true);
+    const auto targets = fetch_targets(a.fetch);
+
+    std::vector<std::string> fed_names;
+    std::vector<Tensor> fed_values;
+    for (auto& f : feeds_spec) {
+        fed_names.push_back(f.name);
+        fed_values.push_back(read_npy(f.file));
+    }
+    Session<cpu> session(desc);
+    const BlockDesc& blk = session.program().blocks[0];
+
+    if (a.has_params) {
+        if (!fs::is_directory(a.params))
+            throw io_error("dlgraph.io.open", "--params '" + a.params + "' is not a directory");
+        const ExecutionPlan& plan = session.plan(targets, fed_names);
+        for (int v : plan.scope_reads) {
+            const std::string& name = plan.values[static_cast<std::size_t>(v)].name;
+            const std::string path = npy_path(a.params, name);
+            if (!fs::exists(path))
+                throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
+                                                               "' in --params directory");
+            Tensor t = read_npy(path);
+            check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
+            session.scope().var(name).get_mutable<Tensor>() = std::move(t);
+        }
+    }
+
+    std::vector<Feed> feeds;
+    feeds.reserve(fed_names.size());
+    for (std::size_t i = 0; i < fed_names.size(); ++i) feeds.emplace_back(fed_names[i], fed_values[i]);
+    std::vector<Tensor> results = session.eval(targets, feeds);
+
+    const std::string out_dir = a.has_out ? a.out : ".";
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec || !fs::is_directory(out_dir))
+        throw io_error("dlgraph.io.mkdir", "cannot create output directory '" + out_dir + "'" +
+                                               (ec ? ": " + ec.message() : std::string()));
+    std::string report;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        const std::string path = npy_path(out_dir, targets[i].var);
+        write_npy(path, results[i]);
+        report += targets[i].var + " " + to_string(results[i].dtype()) + " " + to_string(results[i].shape()) + " " +
+                  path + "\n";
+    }
+    std::cout << report;
+    return 0;
+}
+
+int cmd_inspect(const Args& a) {
+    ProgramDesc p = load_program_file(a.program);
+    std::string out = "program " + a.program + ": format version " + std::to_string(p.version) + ", " +
+                      std::to_string(p.blocks.size()) + (p.blocks.size() == 1 ? " block\n" : " blocks\n");
+    for (auto& b : p.blocks) {
+        out += "block " + std::to_string(b.idx) + " (parent " + std::to_string(b.parent_idx) + "): " +
+               std::to_string(b.vars.size()) + " variables, " + std::to_string(b.ops.size()) + " ops\n";
+        out += "  variables:\n";
+        std::size_t w = 0;
+        for (auto& v : b.vars) w = std::max(w, v.name.size());
+        for (auto& v : b.vars) {
+            std::string line = "    " + v.name + std::string(w - v.name.size(), ' ') + "  ";
+            if (v.type == VarType::LOD_TENSOR) line += to_string(v.data_type) + " " + dims_text(v.dims);
+            else line += std::string(var_type_name(v.type));
+            if (v.lod_level) line += " lod_level=" + std::to_string(v.lod_level);
+            if (v.persistable) line += "  persistable";
+            out += line + "\n";
+        }
+        out += "  ops:\n";
+        for (std::size_t i = 0; i < b.ops.size(); ++i) {
+            auto& op = b.ops[i];
+            std::string line = "    #" + std::to_string(i) + " " + op.type + "  ";
+            std::string ins = slots_text(op.inputs);
+            line += (ins.empty() ? "(no inputs)" : ins) + " -> " + slots_text(op.outputs);
+            if (!op.attrs.empty()) {
+                line += "  {";
+                for (std::size_t k = 0; k < op.attrs.size(); ++k)
+                    line += (k ? ", " : "") + op.attrs[k].name + "=" + attr_text(op.attrs[k]);
+                line += "}";
+            }
+            if (op.is_target) line += "  target";
+            out += line + "\n";
+        }
+    }
+    std::cout << out;
+    return 0;
+}
+
+int cmd_plan(const Args& a) {
+    ProgramDesc p = load_program_file(a.program);
+    const auto feeds_spec = parse_feeds(a.feed, false);
+    std::vector<std::string> fed;
+    for (auto& f : feeds_spec) fed.push_back(f.name);
+    const ExecutionPlan plan = plan_for(p, fetch_targets(a.fetch), fed, feeds_spec.empty());
+    const BlockDesc& blk = p.blocks[0];
+
+    // Concrete metas need a file for every feed the plan uses.
+    bool concrete = !feeds_spec.empty();
+    for (std::size_t i = 0; i < feeds_spec.size(); ++i)
+        if (feeds_spec[i].file.empty() && plan.feed_values[i] >= 0) concrete = false;
+    std::vector<VarMeta> metas(plan.values.size());
+    if (concrete) {
+        std::vector<bool> known(plan.values.size(), false);
+        for (std::size_t i = 0; i < feeds_spec.size(); ++i) {
+            if (feeds_spec[i].file.empty()) continue;
+            Tensor t = read_npy(feeds_spec[i].file);
+            check_against(*blk.find_var(feeds_spec[i].name), t, "feed '" + feeds_spec[i].name + "'",
+                          "dlgraph.type.feed", "dlgraph.shape.feed");
+            if (int v = plan.feed_values[i]; v >= 0) {
+                metas[static_cast<std::size_t>(v)] = {t.dtype(), t.shape()};
+                known[static_cast<std::size_t>(v)] = true;
+            }
+        }
+        for (int v : plan.scope_reads) {
+            const PlannedValue& pv = plan.values[static_cast<std::size_t>(v)];
+            if (!pv.declared.shape.known())
+                throw shape_error("dlgraph.shape.unknown", "persistable variable '" + pv.name + "' is declared " +
+                                                               to_string(pv.declared.shape) +
+                                                               "; its shape must be known to size the plan");
+            metas[static_cast<std::size_t>(v)] = pv.declared;
+            known[static_cast<std::size_t>(v)] = true;
+        }
+        std::vector<DataType> kernel_dtypes;
+        infer_plan(plan, metas, known, kernel_dtypes, DeviceKind::CPU, cpu::name);
+    }
+    if (a.json) std::cout << plan_json(plan, concrete ? &metas : nullptr).dump(2) << "\n";
+    else std::cout << describe(plan, concrete ? &metas : nullptr);
+    return 0;
+}
+
+int cmd_dot(const Args& a) {
+    ProgramDesc p = load_program_file(a.program);
+    std::string text;
+    if (a.fetch.empty()) {
+        if (!a.feed.empty()) usage_fail("'dot' takes --feed only together with --fetch");
+        text = to_dot(p);
+    } else {
+        std::vector<std::string> fed;
+        for (auto& f : parse_feeds(a.feed, false)) fed.push_back(f.name);
+        text = to_dot(plan_for(p, fetch_targets(a.fetch), fed, fed.empty()));
+    }
+    if (a.has_output) detail::write_file_atomic(a.output, {text});
+    else std::cout << text;
+    return 0;
+}
+
+// One line: newlines inside a message become spaces.
+std::string one_line(std::string s) {
+    for (auto& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        if (argc < 2) usage_fail("no command given");
+        const std::string cmd = argv[1];
+        if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+            std::cout << usage_text;
+            return 0;
+        }
+        for (int i = 2; i < argc; ++i)
+            if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+                std::cout << usage_text;
+                return 0;
+            }
+        Args a = parse_args(argc, argv);
+        int rc = 0;
+        if (a.command == "run") rc = cmd_run(a);
+        else if (a.command == "inspect") rc = cmd_inspect(a);
+        else if (a.command == "plan") rc = cmd_plan(a);
+        else rc = cmd_dot(a);
+        std::cout.flush();
+        if (!std::cout) throw io_error("dlgraph.io.write", "cannot write to standard output");
+        return rc;
+    } catch (const dlgraph::error& e) {
+        std::cerr << "dlgraph: error: " << one_line(e.what()) << std::endl;
+    } catch (const std::exception& e) {
+        std::cerr << "dlgraph: error: [dlgraph.internal] " << one_line(e.what()) << std::endl;
+    } catch (...) {
+        std::cerr << "dlgraph: error: [dlgraph.internal] unknown exception" << std::endl;
+    }
+    return 1;
+}
