@@ -309,6 +309,7 @@ TEST_CASE("npy: writing is atomic and reports failures") {
     CHECK_FALSE(fs::exists(nowhere));
 
     expect_io_error([&] { read_npy(dir.file("missing.npy")); }, "dlgraph.io.open", "missing.npy");
+    expect_io_error([&] { read_npy(dir.path.string()); }, "dlgraph.io.open", "directory");
     CHECK_THROWS_AS(write_npy(dir.file("unset.npy"), Tensor()), value_error);
     CHECK_FALSE(fs::exists(dir.file("unset.npy")));
 }

@@ -480,12 +480,16 @@ inline std::string to_npy_bytes(const Tensor& t) {
 
 // Reads a .npy file. The data goes straight into the tensor (no second copy).
 inline Tensor read_npy(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw io_error("dlgraph.io.open", "cannot open '" + path + "' for reading: it is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw io_error("dlgraph.io.open", "cannot open '" + path + "' for reading");
     in.seekg(0, std::ios::end);
     const auto end = in.tellg();
     in.seekg(0, std::ios::beg);
-    if (end < 0 || !in) throw io_error("dlgraph.io.read", "cannot read '" + path + "'");
+    if (end < 0 || !in)
+        throw io_error("dlgraph.io.read", "cannot read '" + path + "': its size is unknown (not a regular file?)");
     const auto total = static_cast<std::uint64_t>(end);
     auto read = [&](char* dst, std::size_t n) {
         if (n && !in.read(dst, static_cast<std::streamsize>(n)))
