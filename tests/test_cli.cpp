@@ -204,6 +204,18 @@ TEST_CASE("cli: run errors: one line on stderr with the right id" * doctest::ski
         write_all(n.dir.file("odd.json"), "{\"version\": 1, \"blocks\": [], \"extra\": 2}");
         check_error(run_cli(n.dir, "run " + q(n.dir.file("odd.json")) + " --fetch relu_0"), "dlgraph.format.field");
     }
+    SUBCASE("a program with an unknown op names the file and the op") {
+        std::string text = read_all(n.program);
+        auto at = text.find("\"relu\"");
+        REQUIRE(at != std::string::npos);
+        text.replace(at, 6, "\"relux\"");
+        write_all(n.dir.file("op.json"), text);
+        check_error(run_cli(n.dir, "inspect " + q(n.dir.file("op.json"))), "dlgraph.graph.unknown_op",
+                    n.dir.file("op.json") + ": blocks[0].ops[4].type: unknown op type 'relux'");
+    }
+    SUBCASE("a directory as the program") {
+        check_error(run_cli(n.dir, "inspect " + q(n.dir.path.string())), "dlgraph.io.open", "directory");
+    }
     SUBCASE("unknown fetch name") {
         check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch nosuch" + o),
                     "dlgraph.graph.undeclared", "nosuch");
