@@ -102,6 +102,22 @@ TEST_CASE("dot: labels escape quotes, backslashes and newlines") {
     CHECK(dot.find("a\\\"quoted\\\\name\\nx\\nFP32 [2]") != std::string::npos);
 }
 
+TEST_CASE("dot: no quoted string ends in an escaped backslash") {
+    ProgramDesc p;
+    p.blocks[0].vars.push_back({"v\\", VarType::LOD_TENSOR, DataType::FP32, {2}, 0, false});
+    OpDesc op;
+    op.type = "t\\";
+    op.set_input("X\\", {"v\\"});
+    op.set_output("Out", {"undeclared\\"});
+    p.blocks[0].ops.push_back(op);
+    std::string dot = to_dot(p);
+    check_dot_syntax(dot);
+    CHECK(dot.find("\\\\\"") == std::string::npos);
+    CHECK(dot.find("[label=\"X\\\\ \"]") != std::string::npos);
+    CHECK(dot.find("label=\"v\\\\ \\nFP32 [2]\"") != std::string::npos);
+    CHECK(dot.find("undeclared\\\\ \\n(undeclared)") != std::string::npos);
+}
+
 TEST_CASE("dot: a plan shows only planned steps and values, with feeds, persistables and slots") {
     SmallNet n;
     std::vector<TargetRef> targets{n.y};

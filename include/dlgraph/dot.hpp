@@ -19,7 +19,9 @@ namespace dlgraph {
 namespace detail {
 
 // Text for a double-quoted DOT label: '"' and '\' escaped, newlines as the
-// label escape "\n", other control characters as '?'.
+// label escape "\n", other control characters as '?'. A trailing backslash
+// gets a space after it: Graphviz's lexer reads the '\"' of '...\\"' as an
+// escaped quote, so a string must never end in an escaped backslash.
 inline std::string dot_escape(std::string_view s) {
     std::string out;
     out.reserve(s.size());
@@ -35,6 +37,7 @@ inline std::string dot_escape(std::string_view s) {
             out += c;
         }
     }
+    if (!s.empty() && s.back() == '\\') out += ' ';
     return out;
 }
 
