@@ -272,17 +272,18 @@ int cmd_run(const Args& a) {
         fed_names.push_back(f.name);
         fed_values.push_back(read_npy(f.file));
     }
-    Session<cpu> session(desc);
+    Session<cpu> session(std::move(desc));
     const BlockDesc& blk = session.program().blocks[0];
 
     if (a.has_params) {
-        if (!fs::is_directory(a.params))
+        std::error_code ec;
+        if (!fs::is_directory(a.params, ec))
             throw io_error("dlgraph.io.open", "--params '" + a.params + "' is not a directory");
         const ExecutionPlan& plan = session.plan(targets, fed_names);
         for (int v : plan.scope_reads) {
             const std::string& name = plan.values[static_cast<std::size_t>(v)].name;
             const std::string path = npy_path(a.params, name);
-            if (!fs::exists(path))
+            if (!fs::exists(path, ec))
                 throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
                                                                "' in --params directory");
             Tensor t = read_npy(path);
