@@ -25,6 +25,6 @@ quiet cmake --build "$work/subdir"
 "$work/subdir/consumer"
 
 echo "== plain compiler, include path only"
-g++ -std=c++20 -I"$work/prefix/include" "$here/consumer/main.cpp" -o "$work/plain" -lz
+g++ -std=c++20 -I"$work/prefix/include" "$here/consumer/main.cpp" -o "$work/plain"
 "$work/plain"
 echo "packaging: all three consumers built and ran"

@@ -8,12 +8,19 @@
 #include <vector>
 
 #include "dlgraph/ops/elementwise.hpp"
+#include "dlgraph/ops/feed_fetch.hpp"
 #include "dlgraph/ops/fill.hpp"
+#include "dlgraph/ops/matmul.hpp"
+#include "dlgraph/ops/reduce.hpp"
+#include "dlgraph/ops/shape_ops.hpp"
+#include "dlgraph/ops/softmax.hpp"
 
-#define DLGRAPH_OP_LIST(X)                                                                              \
-    X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)       \
-    X(elementwise_min) X(elementwise_pow) X(relu) X(sigmoid) X(tanh) X(exp) X(log) X(sqrt) X(abs)        \
-    X(square) X(scale) X(assign) X(fill_constant) X(uniform_random) X(gaussian_random)
+#define DLGRAPH_OP_LIST(X)                                                                                     \
+    X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)             \
+    X(elementwise_min) X(elementwise_pow) X(relu) X(sigmoid) X(tanh) X(exp) X(log) X(sqrt) X(abs)              \
+    X(square) X(scale) X(assign) X(fill_constant) X(uniform_random) X(gaussian_random) X(mul) X(matmul)        \
+    X(softmax) X(cross_entropy) X(softmax_with_cross_entropy) X(mean) X(reduce_sum) X(reduce_mean)             \
+    X(reduce_max) X(reshape) X(transpose) X(concat) X(split) X(cast) X(sum) X(feed) X(fetch)
 
 namespace dlgraph {
 
