@@ -1,0 +1,414 @@
+// Matrix products: a shared row-major GEMM and the ops built on it, `mul`
+// (Paddle's fc-style product of flattened operands) and `matmul` (batched,
+// with transposes, alpha and NumPy broadcasting of batch dims).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "dlgraph/ops/op_util.hpp"
+#include "dlgraph/simd.hpp"
+
+namespace dlgraph::ops {
+
+// ---- GEMM -----------------------------------------------------------------------
+//
+// C = alpha * op(A) * op(B) (+ C when `accumulate`), row-major, op(A) is
+// M x K and op(B) is K x N. A transposed operand is read in place: every
+// case maps onto one of two register-tiled kernels, so nothing is copied and
+// nothing is allocated.
+//   axpy form: P(r, c) = sum_k L(r, k) * R(k, c), with R's rows contiguous
+//     over c; a tile of rows x vectors of columns lives in registers and each
+//     k adds a broadcast L(r, k) times a row vector of R. Serves A*B, A^T*B,
+//     and A^T*B^T (as (B*A)^T: rows are C's columns, stored with a stride).
+//   dot form: C(i, j) = dot(A row i, B row j), vectorised over k. Serves A*B^T.
+// Blocking over k keeps R's panel in cache while the rows stream past.
+
+namespace gemm_detail {
+
+inline constexpr std::int64_t axpy_kc = 256;  // k depth of one pass
+inline constexpr std::int64_t dot_kc = 512;
+inline constexpr int axpy_mr = 4;             // rows per register tile
+inline constexpr int dot_mr = 2, dot_nr = 4;
+
+// Columns per cache block: kc x nc of R stays within ~256 KiB.
+template <class T> inline constexpr std::int64_t axpy_nc = 65536 / sizeof(T) / axpy_kc * 4;
+template <class T> inline constexpr std::int64_t dot_nc = 65536 / sizeof(T) / dot_kc * 4;
+
+// Writes v into C honouring `accumulate`.
+template <class T> inline void put(T& c, T v, bool accumulate) { c = accumulate ? c + v : v; }
+
+// One MR x (NV vectors) tile of the axpy form over kc steps of k.
+template <class T, int MR, int NV>
+inline void axpy_tile(std::int64_t kc, const T* L, std::int64_t slr, std::int64_t slk, const T* R, std::int64_t ldr,
+                      T* C, std::int64_t scr, std::int64_t scc, T alpha, bool acc) {
+    using B = xsimd::batch<T>;
+    constexpr int W = static_cast<int>(B::size);
+    B s[MR][NV];
+    for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v) s[r][v] = B(T(0));
+    for (std::int64_t k = 0; k < kc; ++k) {
+        const T* rk = R + k * ldr;
+        B b[NV];
+        for (int v = 0; v < NV; ++v) b[v] = B::load_unaligned(rk + v * W);
+        for (int r = 0; r < MR; ++r) {
+            const B a(L[r * slr + k * slk]);
+            for (int v = 0; v < NV; ++v) s[r][v] = xsimd::fma(a, b[v], s[r][v]);
+        }
+    }
+    const B al(alpha);
+    if (scc == 1) {
+        for (int r = 0; r < MR; ++r)
+            for (int v = 0; v < NV; ++v) {
+                T* cp = C + r * scr + v * W;
+                B res = s[r][v] * al;
+                if (acc) res += B::load_unaligned(cp);
+                res.store_unaligned(cp);
+            }
+    } else {
+        // C's columns are strided here (the transposed-output case): spill
+        // the tile and scatter it; the k loop above dominates anyway.
+        alignas(64) T tmp[NV * W];
+        for (int r = 0; r < MR; ++r) {
+            for (int v = 0; v < NV; ++v) (s[r][v] * al).store_aligned(tmp + v * W);
+            for (int cc = 0; cc < NV * W; ++cc) put(C[r * scr + cc * scc], tmp[cc], acc);
+        }
+    }
+}
+
+// The last `nc` (< one vector) columns of an MR-row panel, in scalars.
+template <class T, int MR>
+inline void axpy_tail(std::int64_t kc, const T* L, std::int64_t slr, std::int64_t slk, const T* R, std::int64_t ldr,
+                      int nc, T* C, std::int64_t scr, std::int64_t scc, T alpha, bool acc) {
+    constexpr int W = static_cast<int>(xsimd::batch<T>::size);
+    T s[MR][W] = {};
+    for (std::int64_t k = 0; k < kc; ++k) {
+        const T* rk = R + k * ldr;
+        for (int r = 0; r < MR; ++r) {
+            const T a = L[r * slr + k * slk];
+            for (int cc = 0; cc < nc; ++cc) s[r][cc] += a * rk[cc];
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int cc = 0; cc < nc; ++cc) put(C[r * scr + cc * scc], alpha * s[r][cc], acc);
+}
+
+// Columns [j0, j1) of an MR-row panel: wide tiles, then one vector, then scalars.
+template <class T, int MR>
+inline void axpy_panel(std::int64_t kc, const T* L, std::int64_t slr, std::int64_t slk, const T* R, std::int64_t ldr,
+                       std::int64_t j0, std::int64_t j1, T* C, std::int64_t scr, std::int64_t scc, T alpha, bool acc) {
+    constexpr std::int64_t W = static_cast<std::int64_t>(xsimd::batch<T>::size);
+    std::int64_t j = j0;
+    for (; j + 2 * W <= j1; j += 2 * W) axpy_tile<T, MR, 2>(kc, L, slr, slk, R + j, ldr, C + j * scc, scr, scc, alpha, acc);
+    if (j + W <= j1) {
+        axpy_tile<T, MR, 1>(kc, L, slr, slk, R + j, ldr, C + j * scc, scr, scc, alpha, acc);
+        j += W;
+    }
+    if (j < j1) axpy_tail<T, MR>(kc, L, slr, slk, R + j, ldr, static_cast<int>(j1 - j), C + j * scc, scr, scc, alpha, acc);
+}
+
+template <class T>
+inline void axpy_gemm(std::int64_t rows, std::int64_t cols, std::int64_t K, const T* L, std::int64_t slr,
+                      std::int64_t slk, const T* R, std::int64_t ldr, T* C, std::int64_t scr, std::int64_t scc, T alpha,
+                      bool accumulate) {
+    constexpr std::int64_t nc_block = axpy_nc<T>;
+    for (std::int64_t kb = 0; kb < K; kb += axpy_kc) {
+        const std::int64_t kc = std::min(axpy_kc, K - kb);
+        const bool acc = accumulate || kb > 0;
+        const T* Lk = L + kb * slk;
+        const T* Rk = R + kb * ldr;
+        for (std::int64_t jb = 0; jb < cols; jb += nc_block) {
+            const std::int64_t je = std::min(cols, jb + nc_block);
+            std::int64_t i = 0;
+            for (; i + axpy_mr <= rows; i += axpy_mr)
+                axpy_panel<T, axpy_mr>(kc, Lk + i * slr, slr, slk, Rk, ldr, jb, je, C + i * scr, scr, scc, alpha, acc);
+            for (; i < rows; ++i)
+                axpy_panel<T, 1>(kc, Lk + i * slr, slr, slk, Rk, ldr, jb, je, C + i * scr, scr, scc, alpha, acc);
+        }
+    }
+}
+
+// An MR x NR tile of dot products over kc steps of k.
+template <class T, int MR, int NR>
+inline void dot_tile(std::int64_t kc, const T* A, std::int64_t lda, const T* Bm, std::int64_t ldb, T* C,
+                     std::int64_t ldc, T alpha, bool acc) {
+    using B = xsimd::batch<T>;
+    constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+    T t[MR][NR] = {};
+    std::int64_t k = 0;
+    if (kc >= W) {
+        B s[MR][NR];
+        for (int r = 0; r < MR; ++r)
+            for (int c = 0; c < NR; ++c) s[r][c] = B(T(0));
+        for (; k + W <= kc; k += W) {
+            B a[MR];
+            for (int r = 0; r < MR; ++r) a[r] = B::load_unaligned(A + r * lda + k);
+            for (int c = 0; c < NR; ++c) {
+                const B b = B::load_unaligned(Bm + c * ldb + k);
+                for (int r = 0; r < MR; ++r) s[r][c] = xsimd::fma(a[r], b, s[r][c]);
+            }
+        }
+        for (int r = 0; r < MR; ++r)
+            for (int c = 0; c < NR; ++c) t[r][c] = xsimd::hadd(s[r][c]);
+    }
+    for (; k < kc; ++k)
+        for (int r = 0; r < MR; ++r)
+            for (int c = 0; c < NR; ++c) t[r][c] += A[r * lda + k] * Bm[c * ldb + k];
+    for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < NR; ++c) put(C[r * ldc + c], alpha * t[r][c], acc);
+}
+
+template <class T, int MR>
+inline void dot_panel(std::int64_t kc, const T* A, std::int64_t lda, const T* Bm, std::int64_t ldb, std::int64_t j0,
+                      std::int64_t j1, T* C, std::int64_t ldc, T alpha, bool acc) {
+    std::int64_t j = j0;
+    for (; j + dot_nr <= j1; j += dot_nr) dot_tile<T, MR, dot_nr>(kc, A, lda, Bm + j * ldb, ldb, C + j, ldc, alpha, acc);
+    for (; j < j1; ++j) dot_tile<T, MR, 1>(kc, A, lda, Bm + j * ldb, ldb, C + j, ldc, alpha, acc);
+}
+
+template <class T>
+inline void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, std::int64_t lda, const T* Bm,
+                     std::int64_t ldb, T* C, std::int64_t ldc, T alpha, bool accumulate) {
+    constexpr std::int64_t nc_block = dot_nc<T>;
+    for (std::int64_t kb = 0; kb < K; kb += dot_kc) {
+        const std::int64_t kc = std::min(dot_kc, K - kb);
+        const bool acc = accumulate || kb > 0;
+        for (std::int64_t jb = 0; jb < N; jb += nc_block) {
+            const std::int64_t je = std::min(N, jb + nc_block);
+            std::int64_t i = 0;
+            for (; i + dot_mr <= M; i += dot_mr)
+                dot_panel<T, dot_mr>(kc, A + i * lda + kb, lda, Bm + kb, ldb, jb, je, C + i * ldc, ldc, alpha, acc);
+            for (; i < M; ++i) dot_panel<T, 1>(kc, A + i * lda + kb, lda, Bm + kb, ldb, jb, je, C + i * ldc, ldc, alpha, acc);
+        }
+    }
+}
+
+}  // namespace gemm_detail
+
+// C (M x N, row stride ldc) = alpha * op(A) * op(B) (+ C if `accumulate`).
+// A is stored M x K (lda) or, with trans_a, K x M; B is stored K x N (ldb)
+// or, with trans_b, N x K. Pointers need no alignment.
+template <class T>
+inline void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                 std::int64_t lda, const T* B, std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc) {
+    static_assert(simd_type<T>, "gemm is for FP32 and FP64");
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (!accumulate)
+            for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
+        return;
+    }
+    using namespace gemm_detail;
+    if (!trans_a && !trans_b) axpy_gemm(M, N, K, A, lda, 1, B, ldb, C, ldc, 1, alpha, accumulate);
+    else if (trans_a && !trans_b) axpy_gemm(M, N, K, A, 1, lda, B, ldb, C, ldc, 1, alpha, accumulate);
+    else if (trans_a && trans_b) axpy_gemm(N, M, K, B, ldb, 1, A, lda, C, 1, ldc, alpha, accumulate);
+    else dot_gemm(M, N, K, A, lda, B, ldb, C, ldc, alpha, accumulate);
+}
+
+// ---- mul ----------------------------------------------------------------------------
+
+struct mul_op {
+    enum { X = 0, Y = 1 };
+    enum { x_num_col_dims = 0, y_num_col_dims = 1 };
+
+    static void infer(const InferContext& c) {
+        c.dtype_in(X, {DataType::FP32, DataType::FP64});
+        c.same_dtype({X, Y});
+        const Shape& xs = c.shape(X);
+        const Shape& ys = c.shape(Y);
+        const std::int64_t xn = c.attr(x_num_col_dims).i, yn = c.attr(y_num_col_dims).i;
+        if (xn < 1 || xn >= xs.rank())
+            c.fail("dlgraph.shape.mul", "x_num_col_dims " + std::to_string(xn) + " must be in [1, " +
+                                            std::to_string(xs.rank()) + ") for X of shape " + to_string(xs));
+        if (yn < 1 || yn >= ys.rank())
+            c.fail("dlgraph.shape.mul", "y_num_col_dims " + std::to_string(yn) + " must be in [1, " +
+                                            std::to_string(ys.rank()) + ") for Y of shape " + to_string(ys));
+        const int xi = static_cast<int>(xn), yi = static_cast<int>(yn);
+        const std::int64_t xw = dim_product(xs, xi, xs.rank()), yh = dim_product(ys, 0, yi);
+        if (xw >= 0 && yh >= 0 && xw != yh) {
+            const Shape xf{dim_product(xs, 0, xi), xw}, yf{yh, dim_product(ys, yi, ys.rank())};
+            c.fail("dlgraph.shape.mul", "X is " + to_string(xs) + " (as matrix " + to_string(xf) +
+                                            " by x_num_col_dims " + std::to_string(xn) + ") but Y is " + to_string(ys) +
+                                            " (as matrix " + to_string(yf) + " by y_num_col_dims " +
+                                            std::to_string(yn) + "): X's width (" + std::to_string(xw) +
+                                            ") must equal Y's height (" + std::to_string(yh) + ")");
+        }
+        Shape out;
+        for (int i = 0; i < xi; ++i) out.push_back(xs[i]);
+        for (int i = yi; i < ys.rank(); ++i) out.push_back(ys[i]);
+        c.set(0, c.dtype(X), out);
+    }
+
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        const int xi = static_cast<int>(c.attr(x_num_col_dims).i), yi = static_cast<int>(c.attr(y_num_col_dims).i);
+        const std::int64_t M = dim_product(x.shape(), 0, xi), K = dim_product(x.shape(), xi, x.rank());
+        const std::int64_t N = dim_product(y.shape(), yi, y.rank());
+        gemm<T>(false, false, M, N, K, T(1), x.data<T>(), K, y.data<T>(), N, false, c.out(0).data<T>(), N);
+    }
+};
+
+inline OpDef mul_def() {
+    OpDef d{"mul", {{"X"}, {"Y"}}, {{"Out"}},
+            {{"x_num_col_dims", Attribute::make_int("x_num_col_dims", 1)},
+             {"y_num_col_dims", Attribute::make_int("y_num_col_dims", 1)}},
+            &mul_op::infer};
+    d.kernels[0] = cpu_kernels<mul_op, float, double>();
+    d.doc = "Out = X * Y, each flattened to a matrix at its num_col_dims";
+    return d;
+}
+
+// ---- matmul --------------------------------------------------------------------------
+
+// The matrix view of matmul's operands. A rank-1 X is a row [1, K] and a
+// rank-1 Y a column [K, 1] whose unit dim is dropped from Out; transposing
+// such a vector is ignored (there is only one sensible product), which
+// avoids Paddle's mismatch between Out's dims and its element count there.
+struct matmul_view {
+    std::int64_t m = 0, k = 0, n = 0, yk = 0;
+    bool ta = false, tb = false;
+    int xk_dim = 0, yk_dim = 0;  // which dim of X / Y holds K, for messages
+
+    matmul_view(const Shape& xs, const Shape& ys, bool tx, bool ty) {
+        const int xr = xs.rank(), yr = ys.rank();
+        if (xr == 1) {
+            m = 1;
+            k = xs[0];
+        } else {
+            ta = tx;
+            m = tx ? xs[xr - 1] : xs[xr - 2];
+            k = tx ? xs[xr - 2] : xs[xr - 1];
+            xk_dim = tx ? xr - 2 : xr - 1;
+        }
+        if (yr == 1) {
+            yk = ys[0];
+            n = 1;
+        } else {
+            tb = ty;
+            yk = ty ? ys[yr - 1] : ys[yr - 2];
+            n = ty ? ys[yr - 2] : ys[yr - 1];
+            yk_dim = ty ? yr - 1 : yr - 2;
+        }
+    }
+};
+
+struct matmul_op {
+    enum { X = 0, Y = 1 };
+    enum { transpose_X = 0, transpose_Y = 1, alpha = 2 };
+
+    static void infer(const InferContext& c) {
+        c.dtype_in(X, {DataType::FP32, DataType::FP64});
+        c.same_dtype({X, Y});
+        const Shape& xs = c.shape(X);
+        const Shape& ys = c.shape(Y);
+        const bool tx = c.attr(transpose_X).b, ty = c.attr(transpose_Y).b;
+        auto both = [&] {
+            return "X is " + to_string(xs) + (tx ? " (transpose_X)" : "") + " but Y is " + to_string(ys) +
+                   (ty ? " (transpose_Y)" : "");
+        };
+        if (xs.rank() == 0 || ys.rank() == 0) c.fail("dlgraph.shape.matmul", both() + ": operands must have rank >= 1");
+        const matmul_view v(xs, ys, tx, ty);
+        if (!dims_agree(v.k, v.yk))
+            c.fail("dlgraph.shape.matmul", both() + ": X's dim " + std::to_string(v.xk_dim) + " (" +
+                                               std::to_string(v.k) + ") must equal Y's dim " +
+                                               std::to_string(v.yk_dim) + " (" + std::to_string(v.yk) + ")");
+        // Batch dims broadcast as in NumPy, aligned at the right.
+        const int xb = std::max(xs.rank() - 2, 0), yb = std::max(ys.rank() - 2, 0);
+        const int rb = std::max(xb, yb);
+        Shape out;
+        for (int i = 0; i < rb; ++i) {
+            const int ix = i - (rb - xb), iy = i - (rb - yb);
+            const std::int64_t a = ix >= 0 ? xs[ix] : 1, b = iy >= 0 ? ys[iy] : 1;
+            std::int64_t d;
+            // An unknown dim facing a known d != 1 must be 1 or d: either way Out has d.
+            if (a == b || b == 1) d = a;
+            else if (a == 1) d = b;
+            else if (a < 0) d = b;
+            else if (b < 0) d = a;
+            else {
+                c.fail("dlgraph.shape.matmul", both() + ": batch dims do not broadcast: X's dim " + std::to_string(ix) +
+                                                   " (" + std::to_string(a) + ") vs Y's dim " + std::to_string(iy) +
+                                                   " (" + std::to_string(b) + ")");
+            }
+            out.push_back(d);
+        }
+        if (xs.rank() > 1) out.push_back(v.m);
+        if (ys.rank() > 1) out.push_back(v.n);
+        if (out.empty()) out.push_back(1);
+        c.set(0, c.dtype(X), out);
+    }
+
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        Tensor& out = c.out(0);
+        const Shape& xs = x.shape();
+        const Shape& ys = y.shape();
+        const matmul_view v(xs, ys, c.attr(transpose_X).b, c.attr(transpose_Y).b);
+        const T al = static_cast<T>(c.attr(alpha).f);
+        const std::int64_t lda = xs.rank() == 1 ? v.k : xs[xs.rank() - 1];
+        const std::int64_t ldb = ys.rank() == 1 ? 1 : ys[ys.rank() - 1];
+        const std::int64_t x_mat = v.m * v.k, y_mat = v.k * v.n, o_mat = v.m * v.n;
+
+        // Batch dims of both operands padded to Out's batch rank; a
+        // broadcast dim gets stride 0.
+        const int xb = std::max(xs.rank() - 2, 0), yb = std::max(ys.rank() - 2, 0);
+        const int rb = std::max(xb, yb);
+        std::int64_t dims[max_rank], xst[max_rank], yst[max_rank];
+        std::int64_t nb = 1;
+        {
+            std::int64_t sx = x_mat, sy = y_mat;
+            for (int i = rb - 1; i >= 0; --i) {
+                const int ix = i - (rb - xb), iy = i - (rb - yb);
+                const std::int64_t a = ix >= 0 ? xs[ix] : 1, b = iy >= 0 ? ys[iy] : 1;
+                dims[i] = std::max(a, b);
+                if (a == 0 || b == 0) dims[i] = 0;
+                xst[i] = a == 1 ? 0 : sx;
+                yst[i] = b == 1 ? 0 : sy;
+                sx *= a;
+                sy *= b;
+                nb *= dims[i];
+            }
+        }
+        const T* xp = x.data<T>();
+        const T* yp = y.data<T>();
+        T* op = out.data<T>();
+        if (nb == 0 || o_mat == 0) return;
+
+        // Y shared by every batch and X's rows contiguous: one tall GEMM
+        // instead of many short ones.
+        bool y_shared = true, x_full = true;
+        for (int i = 0; i < rb; ++i) {
+            y_shared = y_shared && yst[i] == 0;
+            x_full = x_full && (xst[i] != 0 || dims[i] == 1);
+        }
+        if (!v.ta && y_shared && x_full) {
+            gemm<T>(false, v.tb, nb * v.m, v.n, v.k, al, xp, lda, yp, ldb, false, op, v.n);
+            return;
+        }
+        std::int64_t idx[max_rank] = {};
+        for (std::int64_t b = 0; b < nb; ++b) {
+            std::int64_t ox = 0, oy = 0;
+            for (int i = 0; i < rb; ++i) {
+                ox += idx[i] * xst[i];
+                oy += idx[i] * yst[i];
+            }
+            gemm<T>(v.ta, v.tb, v.m, v.n, v.k, al, xp + ox, lda, yp + oy, ldb, false, op + b * o_mat, v.n);
+            next_index(idx, dims, rb);
+        }
+    }
+};
+
+inline OpDef matmul_def() {
+    OpDef d{"matmul", {{"X"}, {"Y"}}, {{"Out"}},
+            {{"transpose_X", Attribute::make_bool("transpose_X", false)},
+             {"transpose_Y", Attribute::make_bool("transpose_Y", false)},
+             {"alpha", Attribute::make_float("alpha", 1.0)}},
+            &matmul_op::infer};
+    d.kernels[0] = cpu_kernels<matmul_op, float, double>();
+    d.doc = "Out = alpha * op(X) * op(Y), batched with broadcasting";
+    return d;
+}
+
+}  // namespace dlgraph::ops

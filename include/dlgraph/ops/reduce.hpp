@@ -1,0 +1,190 @@
+// Reductions: mean (of everything, Out [1] as in Paddle) and reduce_sum /
+// reduce_mean / reduce_max over a set of dims. One strided kernel serves
+// every dim set, so adding a reduction is one functor and one def.
+#pragma once
+
+#include <limits>
+
+#include "dlgraph/ops/op_util.hpp"
+
+namespace dlgraph::ops {
+
+// Which dims of a rank-r input a reduce op folds, from its attributes.
+// Returns false (with `bad` set to the offending entry of `dim`) on a dim
+// out of range; `dup` tells a repeated dim from an out-of-range one.
+inline bool reduced_dims(const Attribute* attrs, int r, bool* red, std::int64_t& bad, bool& dup) {
+    enum { dim = 0, keep_dim = 1, reduce_all = 2 };
+    for (int i = 0; i < r; ++i) red[i] = attrs[reduce_all].b;
+    if (attrs[reduce_all].b) return true;
+    for (auto d : attrs[dim].ints) {
+        const std::int64_t a = d < 0 ? d + r : d;
+        if (a < 0 || a >= r || red[a]) {
+            bad = d;
+            dup = a >= 0 && a < r;
+            return false;
+        }
+        red[a] = true;
+    }
+    return true;
+}
+
+// Folds `x` into `out` along the dims flagged in `red`, with f (a functor on
+// scalars and batches) and its identity `init`. Dims of one kind that sit
+// next to each other are merged, so the work is one of two inner loops: a
+// contiguous fold (trailing dims reduced) or a vector update (trailing dims
+// kept), driven by an odometer over the rest.
+template <class T, class F> void reduce_into(const Tensor& x, const bool* red, Tensor& out, T init, F f) {
+    T* y = out.data<T>();
+    const T* xp = x.data<T>();
+    std::fill(y, y + out.numel(), init);
+    if (x.numel() == 0) return;
+    const Shape& s = x.shape();
+    std::int64_t md[max_rank];
+    bool mr[max_rank];
+    int n = 0;
+    for (int i = 0; i < s.rank(); ++i) {
+        if (s[i] == 1) continue;  // a unit dim is both kept and reduced
+        if (n > 0 && mr[n - 1] == red[i]) md[n - 1] *= s[i];
+        else {
+            md[n] = s[i];
+            mr[n] = red[i];
+            ++n;
+        }
+    }
+    if (n == 0) {
+        md[0] = 1;
+        mr[0] = false;
+        n = 1;
+    }
+    // Out strides of the outer (merged) dims; reduced dims stride 0.
+    std::int64_t ost[max_rank];
+    std::int64_t st = mr[n - 1] ? 1 : md[n - 1];
+    for (int i = n - 2; i >= 0; --i) {
+        ost[i] = mr[i] ? 0 : st;
+        if (!mr[i]) st *= md[i];
+    }
+    const std::int64_t len = md[n - 1];
+    std::int64_t idx[max_rank] = {};
+    std::int64_t in_off = 0;
+    do {
+        std::int64_t o = 0;
+        for (int i = 0; i < n - 1; ++i) o += idx[i] * ost[i];
+        if (mr[n - 1]) y[o] = f(y[o], fold_row(xp + in_off, len, init, f));
+        else binary_loop(len, y + o, 1, xp + in_off, 1, y + o, f);
+        in_off += len;
+    } while (next_index(idx, md, n - 1));
+}
+
+inline std::int64_t reduced_count(const Shape& s, const bool* red) {
+    std::int64_t n = 1;
+    for (int i = 0; i < s.rank(); ++i)
+        if (red[i]) n *= s[i];
+    return n;
+}
+
+// ---- mean --------------------------------------------------------------------------------
+
+struct mean_op {
+    static void infer(const InferContext& c) {
+        c.dtype_in(0, {DataType::FP32, DataType::FP64});
+        c.set(0, c.dtype(0), Shape{1});
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        const T sum = fold_row(x.data<T>(), x.numel(), T(0), add_fn{});
+        // An empty X gives 0/0 = NaN, as NumPy's mean does.
+        *c.out(0).data<T>() = sum / static_cast<T>(x.numel());
+    }
+};
+
+inline OpDef mean_def() {
+    OpDef d{"mean", {{"X"}}, {{"Out"}}, {}, &mean_op::infer};
+    d.kernels[0] = cpu_kernels<mean_op, float, double>();
+    d.doc = "Out = the mean of all elements of X, shape [1]";
+    return d;
+}
+
+// ---- reduce_* ------------------------------------------------------------------------------
+
+template <class Kind> struct reduce_op {
+    enum { dim = 0, keep_dim = 1, reduce_all = 2 };
+    static void infer(const InferContext& c) {
+        Kind::check_dtype(c);
+        const Shape& s = c.shape(0);
+        bool red[max_rank];
+        std::int64_t bad = 0;
+        bool dup = false;
+        if (!reduced_dims(&c.attr(0), s.rank(), red, bad, dup))
+            c.fail("dlgraph.shape.axis", "dim " + std::to_string(bad) +
+                                             (dup ? " is listed twice" : " is out of range") + " for X of shape " +
+                                             to_string(s) + " (dim is " + to_string(Shape(c.attr(dim).ints)) + ")");
+        Shape out;
+        for (int i = 0; i < s.rank(); ++i) {
+            if (!red[i]) out.push_back(s[i]);
+            else if (c.attr(keep_dim).b) out.push_back(1);
+        }
+        // Paddle keeps a rank-1 result when everything is folded.
+        if (out.empty()) out.push_back(1);
+        c.set(0, c.dtype(0), out);
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        bool red[max_rank];
+        std::int64_t bad = 0;
+        bool dup = false;
+        reduced_dims(c.attrs, x.rank(), red, bad, dup);
+        Kind::template run<T>(x, red, c.out(0));
+    }
+};
+
+struct reduce_sum_kind {
+    static void check_dtype(const InferContext& c) {
+        c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
+    }
+    template <class T> static void run(const Tensor& x, const bool* red, Tensor& out) {
+        reduce_into<T>(x, red, out, T(0), add_fn{});
+    }
+};
+struct reduce_mean_kind {
+    static void check_dtype(const InferContext& c) { c.dtype_in(0, {DataType::FP32, DataType::FP64}); }
+    template <class T> static void run(const Tensor& x, const bool* red, Tensor& out) {
+        reduce_into<T>(x, red, out, T(0), add_fn{});
+        const T inv = T(1) / static_cast<T>(reduced_count(x.shape(), red));
+        T* y = out.data<T>();
+        unary_loop(out.numel(), y, y, [inv](auto v) { return v * decltype(v)(inv); });
+    }
+};
+struct reduce_max_kind {
+    static void check_dtype(const InferContext& c) {
+        c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
+    }
+    template <class T> static void run(const Tensor& x, const bool* red, Tensor& out) {
+        // The max of nothing is the identity: -inf (or the lowest integer).
+        const T init = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                            : std::numeric_limits<T>::lowest();
+        reduce_into<T>(x, red, out, init, max_fn{});
+    }
+};
+
+template <class Kind, class... Ts> OpDef reduce_def(std::string_view type, std::string_view doc) {
+    OpDef d{type, {{"X"}}, {{"Out"}},
+            {{"dim", Attribute::make_ints("dim", {0})},
+             {"keep_dim", Attribute::make_bool("keep_dim", false)},
+             {"reduce_all", Attribute::make_bool("reduce_all", false)}},
+            &reduce_op<Kind>::infer};
+    d.kernels[0] = cpu_kernels<reduce_op<Kind>, Ts...>();
+    d.doc = doc;
+    return d;
+}
+
+inline OpDef reduce_sum_def() {
+    return reduce_def<reduce_sum_kind, float, double, std::int32_t, std::int64_t>("reduce_sum", "Out = sum of X over dim");
+}
+inline OpDef reduce_mean_def() {
+    return reduce_def<reduce_mean_kind, float, double>("reduce_mean", "Out = mean of X over dim");
+}
+inline OpDef reduce_max_def() {
+    return reduce_def<reduce_max_kind, float, double, std::int32_t, std::int64_t>("reduce_max", "Out = max of X over dim");
+}
+
+}  // namespace dlgraph::ops
