@@ -152,7 +152,10 @@ std::string npy_path(const std::string& dir, const std::string& name) {
 
 std::string dims_text(const std::vector<std::int64_t>& dims) {
     std::string s = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (i) s += ",";
+        s += std::to_string(dims[i]);
+    }
     return s + "]";
 }
 
@@ -167,7 +170,8 @@ std::string attr_text(const Attribute& a) {
         std::string s = "[";
         bool first = true;
         for (auto&& x : v) {
-            s += (first ? "" : ",") + f(x);
+            if (!first) s += ",";
+            s += f(x);
             first = false;
         }
         return s + "]";
@@ -198,7 +202,10 @@ std::string slots_text(const std::vector<OpSlot>& slots) {
         if (!s.empty()) s += ", ";
         s += sl.parameter + "=";
         if (sl.arguments.size() != 1) s += "[";
-        for (std::size_t i = 0; i < sl.arguments.size(); ++i) s += (i ? "," : "") + sl.arguments[i];
+        for (std::size_t i = 0; i < sl.arguments.size(); ++i) {
+            if (i) s += ",";
+            s += sl.arguments[i];
+        }
         if (sl.arguments.size() != 1) s += "]";
     }
     return s;
@@ -341,7 +348,7 @@ int cmd_inspect(const Args& a) {
             if (!op.attrs.empty()) {
                 line += "  {";
                 for (std::size_t k = 0; k < op.attrs.size(); ++k)
-                    line += (k ? ", " : "") + op.attrs[k].name + "=" + attr_text(op.attrs[k]);
+                    line += std::string(k ? ", " : "") + op.attrs[k].name + "=" + attr_text(op.attrs[k]);
                 line += "}";
             }
             if (op.is_target) line += "  target";

@@ -44,7 +44,10 @@ inline std::string dot_escape(std::string_view s) {
 // "[-1,3]", as to_string(Shape) writes dims (any rank).
 inline std::string dot_dims(const std::vector<std::int64_t>& dims) {
     std::string s = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(dims[i]);
+    }
     return s + "]";
 }
 

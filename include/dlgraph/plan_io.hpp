@@ -133,7 +133,10 @@ inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* 
             if (!s.empty()) s += ",";
             s += std::string(defs[k].name) + "=";
             if (n > 1) s += "[";
-            for (int i = off[k]; i < off[k + 1]; ++i) s += (i > off[k] ? "," : "") + vname(vals[static_cast<std::size_t>(i)]);
+            for (int i = off[k]; i < off[k + 1]; ++i) {
+                if (i > off[k]) s += ",";
+                s += vname(vals[static_cast<std::size_t>(i)]);
+            }
             if (n > 1) s += "]";
         }
         return s;
@@ -183,7 +186,10 @@ inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* 
         for (std::size_t s = 0; s < m.slot_bytes.size(); ++s) {
             std::string users;
             for (auto& pv : p.values)
-                if (pv.slot == static_cast<int>(s)) users += (users.empty() ? "" : ", ") + pv.name;
+                if (pv.slot == static_cast<int>(s)) {
+                    if (!users.empty()) users += ", ";
+                    users += pv.name;
+                }
             out += "  slot " + std::to_string(s) + ": " + std::to_string(m.slot_bytes[s]) + " bytes (" + users + ")\n";
         }
         out += "  arena: " + std::to_string(m.arena_bytes) + " bytes in " + std::to_string(m.slot_bytes.size()) +
