@@ -1243,32 +1243,49 @@ TEST_CASE("sum: in place (Out is one of X), unknown dims and errors") {
 
 // ---- feed and fetch -----------------------------------------------------------------------------------
 
-TEST_CASE("feed / fetch: definitions, column helpers, kernel limitation") {
-    auto* feed = dlgraph::find_op("feed");
-    auto* fetch = dlgraph::find_op("fetch");
-    REQUIRE(feed);
-    REQUIRE(fetch);
-    CHECK(feed->input_index("X") == 0);
-    CHECK(feed->output_index("Out") == 0);
-    CHECK(feed->attr_index("col") == 0);
-    CHECK(fetch->attr_index("col") == 0);
+TEST_CASE("feed / fetch run a program in Paddle's shape: lists in the scope") {
+    // feed(X=feed, col 0) -> x; feed(col 1) -> y; relu(x) + y -> z; fetch(z, col 0) -> fetch
+    const char* text = R"({"version":1,"blocks":[{"idx":0,"parent_idx":-1,"vars":[
+      {"name":"feed","type":"FEED_MINIBATCH","persistable":true},
+      {"name":"fetch","type":"FETCH_LIST","persistable":true},
+      {"name":"x","type":"LOD_TENSOR","persistable":false,"lod_tensor":{"tensor":{"data_type":"FP64","dims":[-1,2]},"lod_level":0}},
+      {"name":"y","type":"LOD_TENSOR","persistable":false,"lod_tensor":{"tensor":{"data_type":"FP64","dims":[-1,2]},"lod_level":0}},
+      {"name":"r","type":"LOD_TENSOR","persistable":false,"lod_tensor":{"tensor":{"data_type":"FP64","dims":[-1,2]},"lod_level":0}},
+      {"name":"z","type":"LOD_TENSOR","persistable":false,"lod_tensor":{"tensor":{"data_type":"FP64","dims":[-1,2]},"lod_level":0}}],
+      "ops":[{"type":"feed","inputs":[{"parameter":"X","arguments":["feed"]}],"outputs":[{"parameter":"Out","arguments":["x"]}],"attrs":[{"name":"col","type":"INT","i":0}]},
+             {"type":"feed","inputs":[{"parameter":"X","arguments":["feed"]}],"outputs":[{"parameter":"Out","arguments":["y"]}],"attrs":[{"name":"col","type":"INT","i":1}]},
+             {"type":"relu","inputs":[{"parameter":"X","arguments":["x"]}],"outputs":[{"parameter":"Out","arguments":["r"]}]},
+             {"type":"elementwise_add","inputs":[{"parameter":"X","arguments":["r"]},{"parameter":"Y","arguments":["y"]}],"outputs":[{"parameter":"Out","arguments":["z"]}]},
+             {"type":"fetch","inputs":[{"parameter":"X","arguments":["z"]}],"outputs":[{"parameter":"Out","arguments":["fetch"]}],"attrs":[{"name":"col","type":"INT","i":0}]}]}]})";
+    dlgraph::Session<dlgraph::cpu> s(dlgraph::load_program(text));
+    const auto fetch_op = dlgraph::TargetRef::op_only(4);
+    check_throws<dlgraph::value_error>([&] { s.eval(fetch_op); }, {"dlgraph.value.unset", "list variable 'feed'"});
 
-    dlgraph::TensorList list(2);
-    list[1] = dlgraph::to_tensor(xt::xarray<double>{1.0, 2.0});
-    dlgraph::Tensor t;
-    dlgraph::ops::feed_column(list, 1, t);
-    CHECK(t.shape() == Shape{2});
-    CHECK(t.data<double>()[1] == 2.0);
-    check_throws<dlgraph::value_error>([&] { dlgraph::ops::feed_column(list, 2, t); },
-                                       {"dlgraph.value.feed", "col 2", "holds 2"});
+    auto& feed = s.scope().var("feed").get_mutable<dlgraph::TensorList>();
+    feed = {dlgraph::to_tensor(xt::xarray<double>{{-1, 2}, {3, -4}}), dlgraph::to_tensor(xt::xarray<double>{{10, 20}, {30, 40}})};
+    s.eval(fetch_op);
+    auto& out = s.scope().find("fetch")->get<dlgraph::TensorList>();
+    REQUIRE(out.size() == 1);
+    CHECK(dlgraph::to_xarray<double>(out[0]) == xt::xarray<double>{{10, 22}, {33, 40}});
+
+    // New list contents of another batch size: shapes follow the values.
+    feed = {dlgraph::to_tensor(xt::xarray<double>{{1, 1}}), dlgraph::to_tensor(xt::xarray<double>{{2, 2}})};
+    s.eval(fetch_op);
+    CHECK(dlgraph::to_xarray<double>(s.scope().find("fetch")->get<dlgraph::TensorList>()[0]) ==
+          xt::xarray<double>{{3, 3}});
+
+    // A column the list does not have, and a wrong dtype in a column.
+    feed.resize(1);
+    check_throws<dlgraph::value_error>([&] { s.eval(fetch_op); }, {"dlgraph.value.feed", "col 1", "holds 1"});
+    feed = {dlgraph::to_tensor(xt::xarray<float>{{1, 1}}), dlgraph::to_tensor(xt::xarray<double>{{2, 2}})};
+    check_throws<dlgraph::type_error>([&] { s.eval(fetch_op); },
+                                      {"dlgraph.type.declared", "feed (op #0) writes FP32 to 'x', which is declared FP64"});
+    feed = {dlgraph::to_tensor(xt::xarray<double>{{1, 1}}), dlgraph::to_tensor(xt::xarray<double>{{2, 2}})};
+    s.eval(fetch_op);  // and the session still works
+
     dlgraph::TensorList fetched;
-    dlgraph::ops::fetch_column(t, 3, fetched);
+    dlgraph::ops::fetch_column(feed[0], 3, fetched);
     CHECK(fetched.size() == 4);
-    CHECK(fetched[3].data<double>()[0] == 1.0);
-
-    // Kernels cannot reach TensorLists: they say so.
-    dlgraph::KernelContext ctx;
-    auto fn = feed->kernel(dlgraph::DeviceKind::CPU, dlgraph::DataType::FP32);
-    REQUIRE(feed->supports(dlgraph::DeviceKind::CPU, dlgraph::DataType::FP32));
-    check_throws<dlgraph::value_error>([&] { fn(ctx); }, {"dlgraph.value.feed_fetch", "TensorList"});
+    check_throws<dlgraph::value_error>([&] { dlgraph::ops::fetch_column(feed[0], -1, fetched); },
+                                       {"dlgraph.value.fetch", "negative"});
 }

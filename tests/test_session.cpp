@@ -292,3 +292,15 @@ TEST_CASE("dlgraph tensors can be fed directly") {
     CHECK(s.eval(y, {{x, t}}) == xt::xarray<std::int64_t>{9, 16});
     CHECK(s.eval(y, {{x, Tensor(t)}}) == xt::xarray<std::int64_t>{9, 16});  // an rvalue is moved in
 }
+
+TEST_CASE("ops without a kernel for a dtype are refused on the line that builds them") {
+    Program p;
+    auto i = p.input<std::int32_t>("i", {2});
+    CHECK_THROWS_CONTAINING(exp(i), type_error, "[dlgraph.type.kernel]", "exp (op #0): no kernel for INT32",
+                            "it has: FP32, FP64");
+    CHECK(p.op_count() == 0);
+    auto a = p.input<float>("a", {2});
+    auto b = p.input<double>("b", {2});
+    CHECK_THROWS_CONTAINING(p.append("sum", {{"X", {a.name(), a.name(), b.name()}}}, {{"Out", 1}}, {}), type_error,
+                            "X[0] is FP32 but X[2] is FP64");
+}

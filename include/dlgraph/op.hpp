@@ -13,6 +13,7 @@
 
 #include "dlgraph/desc.hpp"
 #include "dlgraph/device.hpp"
+#include "dlgraph/scope.hpp"
 #include "dlgraph/tensor.hpp"
 
 namespace dlgraph {
@@ -49,8 +50,8 @@ template <class P> struct slot_view {
 class InferContext {
 public:
     InferContext(const OpDef& def, std::string_view label, slot_view<const VarMeta*> in, slot_view<VarMeta*> out,
-                 const Attribute* attrs)
-        : def_(def), label_(label), in_(in), out_(out), attrs_(attrs) {}
+                 const Attribute* attrs, slot_view<const Variable*> in_vars = {})
+        : def_(def), label_(label), in_(in), out_(out), attrs_(attrs), in_vars_(in_vars) {}
 
     const VarMeta& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     const Shape& shape(int slot, int k = 0) const { return in(slot, k).shape; }
@@ -60,6 +61,12 @@ public:
     void set(int slot, int k, DataType dtype, const Shape& shape) const { *out_.at(slot, k) = {dtype, shape}; }
     void set(int slot, DataType dtype, const Shape& shape) const { set(slot, 0, dtype, shape); }
     const Attribute& attr(int k) const { return attrs_[k]; }
+    // The output's meta as declared (or as the last inference left it).
+    const VarMeta& out_meta(int slot, int k = 0) const { return *out_.at(slot, k); }
+    // The input's runtime variable; nullptr when inferring before a run
+    // (builder, validation). Lets ops whose shapes come from values (feed)
+    // infer them at run time.
+    const Variable* in_var(int slot, int k = 0) const { return in_vars_.ptrs ? in_vars_.at(slot, k) : nullptr; }
 
     const OpDef& def() const { return def_; }
     // "mul 'fc1'" or "mul (op #3)": how messages name this op.
@@ -79,18 +86,25 @@ private:
     slot_view<const VarMeta*> in_;
     slot_view<VarMeta*> out_;
     const Attribute* attrs_;
+    slot_view<const Variable*> in_vars_;
 };
 
 struct KernelContext {
     slot_view<const Tensor*> in_;
     slot_view<Tensor*> out_;
     const Attribute* attrs = nullptr;
+    // The runtime variables behind the slots, for ops on non-tensor values
+    // (feed and fetch read and write TensorLists).
+    slot_view<Variable*> in_vars_;
+    slot_view<Variable*> out_vars_;
 
     const Tensor& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     int in_count(int slot) const { return in_.count(slot); }
     Tensor& out(int slot, int k = 0) const { return *out_.at(slot, k); }
     int out_count(int slot) const { return out_.count(slot); }
     const Attribute& attr(int k) const { return attrs[k]; }
+    Variable& in_var(int slot, int k = 0) const { return *in_vars_.at(slot, k); }
+    Variable& out_var(int slot, int k = 0) const { return *out_vars_.at(slot, k); }
 };
 
 using KernelFn = void (*)(const KernelContext&);
@@ -133,6 +147,23 @@ private:
     }
 };
 
+// The dtype that selects `def`'s kernel, given an inference context.
+inline DataType kernel_dtype(const OpDef& def, const InferContext& ctx, const Attribute* attrs) {
+    return def.kernel_slot >= 0 ? ctx.dtype(def.kernel_slot) : dtype_from_int(attrs[def.dtype_attr].i);
+}
+
+// Throws unless `device` (or, with `any_device`, some device) has a kernel
+// for op `def` at dtype `t`: checked when an op is built or loaded, so the
+// error points at the line that made it.
+inline void check_kernel(const OpDef& def, DataType t, std::string_view label, DeviceKind device, bool any_device) {
+    bool ok = def.supports(device, t);
+    for (int d = 0; any_device && d < num_device_kinds; ++d) ok = ok || def.supports(static_cast<DeviceKind>(d), t);
+    if (ok) return;
+    throw type_error("dlgraph.type.kernel", std::string(label) + ": no " +
+                                                (any_device ? std::string("") : std::string(device_names[static_cast<int>(device)]) + " ") +
+                                                "kernel for " + to_string(t) + " (it has: " + def.supported_dtypes(device) + ")");
+}
+
 // Fills a kernel table from `Op::template compute<T>` for each listed T.
 template <class Op, class... Ts> KernelTable cpu_kernels() {
     KernelTable t{};
@@ -149,11 +180,13 @@ inline void InferContext::fail_type(const std::string& msg) const {
     throw type_error("dlgraph.type.op", std::string(label_) + ": " + msg);
 }
 inline void InferContext::same_dtype(std::initializer_list<int> slots) const {
-    int first = *slots.begin();
+    const int first = *slots.begin();
+    if (!in_count(first)) return;
     for (int s : slots)
-        if (in_count(s) && in_count(first) && dtype(s) != dtype(first))
-            fail_type(slot_name(first) + " is " + to_string(dtype(first)) + " but " + slot_name(s) + " is " +
-                      to_string(dtype(s)));
+        for (int k = 0; k < in_count(s); ++k)
+            if (dtype(s, k) != dtype(first))
+                fail_type(slot_name(first) + " is " + to_string(dtype(first)) + " but " + slot_name(s) +
+                          (in_count(s) > 1 ? "[" + std::to_string(k) + "]" : "") + " is " + to_string(dtype(s, k)));
 }
 inline void InferContext::dtype_in(int slot, std::initializer_list<DataType> allowed) const {
     for (auto t : allowed)

@@ -39,6 +39,7 @@ inline constexpr std::string_view value_kind_names[] = {"feed", "persistable", "
 struct PlannedValue {
     std::string name;
     ValueKind kind = ValueKind::intermediate;
+    VarType type = VarType::LOD_TENSOR;  // lists (feed/fetch) live in the scope
     VarMeta declared;             // dtype and dims from the VarDesc
     int first_step = INT_MAX;     // first step that writes it
     int last_step = -1;           // last step that reads it (INT_MAX for targets)
@@ -139,6 +140,11 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
             else scope_reads.insert(name);
             return;
         }
+        if (vd.type != VarType::LOD_TENSOR) {  // a feed or fetch list: set in the scope by the caller
+            if (j >= 0) need_op(j);
+            else scope_reads.insert(name);
+            return;
+        }
         if (j >= 0) return need_op(j);
         for (int k = reader; k < nops; ++k)
             if (detail::writes(blk.ops[static_cast<std::size_t>(k)], name))
@@ -186,7 +192,10 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
         const VarDesc& vd = declared(name, "plan");
         PlannedValue v;
         v.name = name;
-        v.kind = fed_set.count(name) ? ValueKind::feed : vd.persistable ? ValueKind::persistable : ValueKind::intermediate;
+        v.kind = fed_set.count(name)                                  ? ValueKind::feed
+                 : vd.persistable || vd.type != VarType::LOD_TENSOR ? ValueKind::persistable
+                                                                     : ValueKind::intermediate;
+        v.type = vd.type;
         v.declared = {vd.data_type, Shape(vd.dims)};
         plan.values.push_back(std::move(v));
         int k = static_cast<int>(plan.values.size()) - 1;
@@ -282,24 +291,35 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
 // `kernel_dtypes[s]` names the kernel each step will use. Throws, as a run
 // would, on a shape or dtype the ops reject or an op the device lacks.
 inline void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
-                       std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name) {
+                       std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name,
+                       const std::vector<Variable*>* vars = nullptr) {
     kernel_dtypes.assign(p.steps.size(), DataType::FP32);
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
         std::vector<const VarMeta*> ins;
-        std::vector<VarMeta> outs(st.outs.size());
+        std::vector<const Variable*> in_vars;
+        std::vector<VarMeta> outs;
         std::vector<VarMeta*> outp;
-        for (int v : st.ins) ins.push_back(&metas[static_cast<std::size_t>(v)]);
+        for (int v : st.ins) {
+            ins.push_back(&metas[static_cast<std::size_t>(v)]);
+            if (vars) in_vars.push_back((*vars)[static_cast<std::size_t>(v)]);
+        }
+        for (int v : st.outs) outs.push_back(p.values[static_cast<std::size_t>(v)].declared);
         for (auto& m : outs) outp.push_back(&m);
         InferContext ctx(*st.def, st.label, {ins.data(), st.in_off.data()}, {outp.data(), st.out_off.data()},
-                         st.attrs.data());
+                         st.attrs.data(), {vars ? in_vars.data() : nullptr, st.in_off.data()});
         st.def->infer(ctx);
         for (std::size_t k = 0; k < st.outs.size(); ++k) {
             const auto v = static_cast<std::size_t>(st.outs[k]);
             const PlannedValue& pv = p.values[v];
+            if (pv.type != VarType::LOD_TENSOR) continue;  // a fetch list: no tensor meta
             if (!outs[k].shape.known())
                 throw shape_error("dlgraph.shape.unknown", st.label + ": could not infer the shape of '" + pv.name +
                                                                "' (got " + to_string(outs[k].shape) + ")");
+            if (outs[k].dtype != pv.declared.dtype)
+                throw type_error("dlgraph.type.declared", st.label + " writes " + to_string(outs[k].dtype) + " to '" +
+                                                              pv.name + "', which is declared " +
+                                                              to_string(pv.declared.dtype));
             if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, outs[k].shape))
                 throw shape_error("dlgraph.shape.declared", st.label + " writes shape " + to_string(outs[k].shape) +
                                                                 " to '" + pv.name + "', which is declared " +
@@ -312,13 +332,9 @@ inline void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std:
             metas[v] = outs[k];
             known[v] = true;
         }
-        DataType kt = st.def->kernel_slot >= 0
-                          ? ctx.dtype(st.def->kernel_slot)
-                          : dtype_from_int(st.attrs[static_cast<std::size_t>(st.def->dtype_attr)].i);
-        if (!st.def->supports(device, kt))
-            throw type_error("dlgraph.type.kernel", st.label + ": no " + std::string(device_name) + " kernel for " +
-                                                        to_string(kt) + " (it has: " + st.def->supported_dtypes(device) +
-                                                        ")");
+        const DataType kt = kernel_dtype(*st.def, ctx, st.attrs.data());
+        (void)device_name;
+        check_kernel(*st.def, kt, st.label, device, false);
         kernel_dtypes[s] = kt;
     }
 }

@@ -21,7 +21,8 @@ struct program_state {
 };
 }  // namespace detail
 
-// A value given for a variable in one call. Tensors and arrays passed as
+// A value given for a variable in one call. The name is a view: the handle
+// or string it comes from must outlive the call. Tensors and arrays passed as
 // lvalues are read in place (no copy) unless the plan writes that variable;
 // rvalues are moved or copied into the Feed. Scalars convert to the
 // variable's dtype.
@@ -36,6 +37,11 @@ public:
         if constexpr (std::is_floating_point_v<S>) scalar_ = {DataType::FP64, 0, static_cast<double>(v)};
         else scalar_ = {DataType::INT64, static_cast<std::int64_t>(v), static_cast<double>(v)};
     }
+
+    // The name is not copied: a temporary string would dangle.
+    template <class S, class V>
+        requires std::same_as<S, std::string>
+    Feed(S&&, V&&) = delete;
 
     std::string_view name() const { return name_; }
     const Tensor& value() const { return value_; }
@@ -157,12 +163,17 @@ private:
         ExecutionPlan plan;
         std::uint64_t revision = 0;
         Scope* local = nullptr;                // child of root: feeds and intermediates
-        std::vector<Tensor*> tensors;          // per value
+        std::vector<Tensor*> tensors;          // per value (a placeholder for list values)
+        std::vector<Variable*> vars;           // per value
+        Tensor placeholder;                    // stands for list values in tensor slots
+        bool reshape_every_run = false;        // list inputs: their shapes are not in the signature
         std::vector<VarMeta> metas;            // per value, after the last shape pass
         std::vector<VarMeta> signature;        // metas of inputs (feeds, scope reads) at that pass
         std::vector<int> inputs;               // values whose metas form the signature
         std::vector<const Tensor*> in_ptrs;    // flat, all steps
         std::vector<Tensor*> out_ptrs;
+        std::vector<Variable*> in_var_ptrs;
+        std::vector<Variable*> out_var_ptrs;
         std::vector<std::pair<KernelFn, KernelContext>> steps;
         std::vector<std::shared_ptr<Buffer>> arena;
         bool shaped = false;
@@ -219,7 +230,13 @@ private:
         bp->local = &root_->new_child();
         for (auto& v : p.values) {
             Variable& var = v.kind == ValueKind::persistable ? root_->var(v.name) : bp->local->var(v.name);
-            bp->tensors.push_back(&var.get_mutable<Tensor>());
+            bp->vars.push_back(&var);
+            if (v.type == VarType::LOD_TENSOR) {
+                bp->tensors.push_back(&var.get_mutable<Tensor>());
+            } else {
+                bp->tensors.push_back(&bp->placeholder);
+                bp->reshape_every_run = true;
+            }
         }
         bp->metas.resize(p.values.size());
         for (int v : p.feed_values)
@@ -232,13 +249,23 @@ private:
         for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
         bp->in_ptrs.reserve(nin);
         bp->out_ptrs.reserve(nout);
+        bp->in_var_ptrs.reserve(nin);
+        bp->out_var_ptrs.reserve(nout);
         for (auto& st : p.steps) {
             KernelContext ctx;
             ctx.in_ = {bp->in_ptrs.data() + bp->in_ptrs.size(), st.in_off.data()};
             ctx.out_ = {bp->out_ptrs.data() + bp->out_ptrs.size(), st.out_off.data()};
+            ctx.in_vars_ = {bp->in_var_ptrs.data() + bp->in_var_ptrs.size(), st.in_off.data()};
+            ctx.out_vars_ = {bp->out_var_ptrs.data() + bp->out_var_ptrs.size(), st.out_off.data()};
             ctx.attrs = st.attrs.data();
-            for (int v : st.ins) bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
-            for (int v : st.outs) bp->out_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+            for (int v : st.ins) {
+                bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+                bp->in_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
+            }
+            for (int v : st.outs) {
+                bp->out_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+                bp->out_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
+            }
             bp->steps.emplace_back(nullptr, ctx);
         }
         plans_.push_back(std::move(bp));
@@ -251,8 +278,11 @@ private:
         const BlockDesc& blk = program_->desc.blocks[0];
         std::vector<TargetRef> inits;
         for (int v : bp.plan.scope_reads) {
-            if (bp.tensors[static_cast<std::size_t>(v)]->initialized()) continue;
+            if (bp.vars[static_cast<std::size_t>(v)]->initialized()) continue;
             const std::string& name = bp.plan.values[static_cast<std::size_t>(v)].name;
+            if (bp.plan.values[static_cast<std::size_t>(v)].type != VarType::LOD_TENSOR)
+                throw value_error("dlgraph.value.unset", "list variable '" + name +
+                                                             "' holds no value: set it in the session's scope first");
             int op = initializer_of(blk, name);
             if (op < 0)
                 throw value_error("dlgraph.value.unset", "persistable variable '" + name +
@@ -334,14 +364,14 @@ private:
                 known[v] = true;
             }
         std::vector<DataType> kernel_dtypes;
-        infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name);
+        infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name, &bp.vars);
         // Commit: arena sizes, bindings, kernels.
         const std::vector<std::size_t> need = plan_memory(p, metas).slot_bytes;
         for (std::size_t s = 0; s < need.size(); ++s)
             if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
         for (std::size_t v = 0; v < p.values.size(); ++v) {
             const PlannedValue& pv = p.values[v];
-            if (!pv.written) continue;
+            if (!pv.written || pv.type != VarType::LOD_TENSOR) continue;
             if (pv.kind == ValueKind::intermediate)
                 bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(pv.slot)], metas[v].dtype, metas[v].shape);
             else
@@ -356,7 +386,7 @@ private:
     }
 
     bool signature_matches(const bound_plan& bp) const {
-        if (!bp.shaped) return false;
+        if (!bp.shaped || bp.reshape_every_run) return false;
         for (std::size_t i = 0; i < bp.inputs.size(); ++i) {
             const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
             if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;

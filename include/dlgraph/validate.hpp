@@ -5,6 +5,7 @@
 // "blocks[0].ops[3].inputs.X: variable 'h2' is not declared".
 #pragma once
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -108,8 +109,9 @@ inline bool dims_compatible(const Shape& declared, const Shape& actual) {
     return true;
 }
 
-// Runs shape inference for `op` on declared metas; shared by the builder, the
-// validator and the planner's static pass.
+// Runs shape inference for `op` on declared metas (outputs start as
+// declared), then checks that some device has a kernel for the result;
+// shared by the builder and the validator.
 inline void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attribute>& attrs,
                      const std::vector<const VarMeta*>& in_metas, const std::vector<VarMeta*>& out_metas,
                      std::string_view label) {
@@ -124,6 +126,7 @@ inline void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attri
     }
     InferContext ctx(def, label, {in_metas.data(), in_off.data()}, {out_metas.data(), out_off.data()}, attrs.data());
     def.infer(ctx);
+    check_kernel(def, kernel_dtype(def, ctx, attrs.data()), label, DeviceKind::CPU, true);
 }
 
 // Flattens the op's variables in slot-definition order.
@@ -164,7 +167,10 @@ inline void validate(const ProgramDesc& p) {
                 ins.push_back({v->data_type, Shape(v->dims)});
             }
             auto out_names = slot_args(def.outputs, op.outputs);
-            outs.resize(out_names.size());
+            for (auto& n : out_names) {
+                auto* v = find_var_desc(p, static_cast<int>(bi), n);
+                outs.push_back({v->data_type, Shape(v->dims)});
+            }
             std::vector<const VarMeta*> in_ptrs;
             std::vector<VarMeta*> out_ptrs;
             for (auto& m : ins) in_ptrs.push_back(&m);
@@ -173,7 +179,7 @@ inline void validate(const ProgramDesc& p) {
             infer_op(def, op, attrs, in_ptrs, out_ptrs, label);
             for (std::size_t k = 0; k < out_names.size(); ++k) {
                 auto* v = find_var_desc(p, static_cast<int>(bi), out_names[k]);
-                if (v->type != VarType::LOD_TENSOR) continue;
+                if (v->type != VarType::LOD_TENSOR) continue;  // lists (fetch) have no tensor meta
                 if (v->data_type != outs[k].dtype)
                     throw type_error("dlgraph.type.declared", where + ": " + op.type + " writes " +
                                                                   to_string(outs[k].dtype) + " to '" + v->name +
@@ -202,18 +208,37 @@ inline std::string save_program(const ProgramDesc& p, int indent = 1) {
 }
 
 inline std::string read_text_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw io_error("dlgraph.io.open", "'" + path + "' is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw io_error("dlgraph.io.open", "cannot open '" + path + "' for reading");
     std::ostringstream ss;
     ss << in.rdbuf();
+    if (in.bad()) throw io_error("dlgraph.io.read", "cannot read '" + path + "'");
     return ss.str();
 }
 
+namespace detail {
+// Rethrows `e` as the same type with `prefix: ` put before its message.
+template <class E> [[noreturn]] void rethrow_prefixed(const E& e, const std::string& prefix) {
+    throw E(e.id(), prefix + ": " + std::string(e.what()).substr(e.id().size() + 3));
+}
+}  // namespace detail
+
+// Loads and validates a program file; every error names the file.
 inline ProgramDesc load_program_file(const std::string& path) {
+    std::string text = read_text_file(path);
     try {
-        return load_program(read_text_file(path));
+        return load_program(text);
     } catch (const format_error& e) {
-        throw format_error(e.id(), path + ": " + std::string(e.what()).substr(e.id().size() + 3));
+        detail::rethrow_prefixed(e, path);
+    } catch (const graph_error& e) {
+        detail::rethrow_prefixed(e, path);
+    } catch (const type_error& e) {
+        detail::rethrow_prefixed(e, path);
+    } catch (const shape_error& e) {
+        detail::rethrow_prefixed(e, path);
     }
 }
 

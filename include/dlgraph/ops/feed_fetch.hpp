@@ -1,13 +1,8 @@
-// feed and fetch: Paddle's bridges between a program and its caller, which
-// copy column `col` of a TensorList variable (FEED_MINIBATCH / FETCH_LIST)
-// to or from a tensor. Defined here so programs exported by Paddle load.
-//
-// Limitation: a kernel sees only Tensors (KernelContext holds Tensor
-// pointers and the Session binds every value as a Tensor), so these kernels
-// cannot reach the TensorList and throw instead; a program is fed and
-// fetched through Session feeds and targets, which cut these ops away. The
-// column copies themselves are below (feed_column / fetch_column) for an
-// executor that binds Variables.
+// feed and fetch: Paddle's bridges between a program and its caller. feed
+// copies column `col` of a FEED_MINIBATCH list (a TensorList variable in the
+// session's scope) into a tensor; fetch copies a tensor into column `col` of
+// a FETCH_LIST. Session feeds and targets make these unnecessary for dlgraph
+// programs; they exist so programs in Paddle's shape run as they are.
 #pragma once
 
 #include "dlgraph/ops/op_util.hpp"
@@ -15,11 +10,13 @@
 
 namespace dlgraph::ops {
 
-inline void feed_column(const TensorList& list, std::int64_t col, Tensor& out) {
+inline const Tensor& feed_column(const TensorList& list, std::int64_t col) {
     if (col < 0 || col >= static_cast<std::int64_t>(list.size()))
         throw value_error("dlgraph.value.feed", "feed: col " + std::to_string(col) + " is out of range: the feed list holds " +
                                                     std::to_string(list.size()) + " tensors");
-    out.copy_from(list[static_cast<std::size_t>(col)]);
+    const Tensor& t = list[static_cast<std::size_t>(col)];
+    if (!t.initialized()) throw value_error("dlgraph.value.feed", "feed: column " + std::to_string(col) + " holds no value");
+    return t;
 }
 
 inline void fetch_column(const Tensor& x, std::int64_t col, TensorList& list) {
@@ -28,28 +25,45 @@ inline void fetch_column(const Tensor& x, std::int64_t col, TensorList& list) {
     list[static_cast<std::size_t>(col)].copy_from(x);
 }
 
-// Out takes X's meta: the TensorList's column meta is only known at run
-// time, and the builder's inference has no access to Out's declaration.
-inline void feed_fetch_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
+// At run time Out takes the meta of the list's column; before a run (builder,
+// validation) there is no list, and Out keeps its declared meta.
+inline void feed_infer(const InferContext& c) {
+    const Variable* v = c.in_var(0);
+    if (v && v->is<TensorList>()) {
+        const Tensor& t = feed_column(v->get<TensorList>(), c.attr(0).i);
+        c.set(0, t.dtype(), t.shape());
+    }
+}
 
-struct feed_fetch_op {
-    template <class T> static void compute(cpu, const KernelContext&) {
-        throw value_error("dlgraph.value.feed_fetch",
-                          "feed/fetch ops read or write a TensorList variable, which kernels cannot reach: "
-                          "feed the variables and evaluate the targets through the Session instead");
+// Out is a list, which has no tensor meta; X's is passed through for tools.
+inline void fetch_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
+
+struct feed_op {
+    // Out was sized by inference from the same column, so a plain copy into
+    // its (planned) storage is enough.
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& src = feed_column(c.in_var(0).get<TensorList>(), c.attr(0).i);
+        if (src.bytes()) std::memcpy(c.out(0).raw(), src.raw(), src.bytes());
+    }
+};
+struct fetch_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        fetch_column(c.in(0), c.attr(0).i, c.out_var(0).get_mutable<TensorList>());
     }
 };
 
 inline OpDef feed_def() {
-    OpDef d{"feed", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_fetch_infer};
-    d.kernels[0] = cpu_kernels<feed_fetch_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    // The kernel copies bytes, so the dtype that selects it (X's, a list's
+    // declared one) does not matter: every dtype is registered.
+    OpDef d{"feed", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_infer};
+    d.kernels[0] = cpu_kernels<feed_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = a copy of X[col], X being the feed list";
     return d;
 }
 
 inline OpDef fetch_def() {
-    OpDef d{"fetch", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_fetch_infer};
-    d.kernels[0] = cpu_kernels<feed_fetch_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    OpDef d{"fetch", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &fetch_infer};
+    d.kernels[0] = cpu_kernels<fetch_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out[col] = a copy of X, Out being the fetch list";
     return d;
 }
