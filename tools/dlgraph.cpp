@@ -251,25 +251,10 @@ void check_against(const VarDesc& vd, const Tensor& t, const std::string& what, 
                                         "' is declared " + dims_text(vd.dims));
 }
 
-// load_program_file, with every error naming the file (validation errors
-// name only the JSON path) and a directory reported as such.
-ProgramDesc load_program_at(const std::string& path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec))
-        throw io_error("dlgraph.io.open", "cannot open '" + path + "' for reading: it is a directory");
-    try {
-        return load_program_file(path);
-    } catch (const error& e) {
-        std::string msg = std::string(e.what()).substr(e.id().size() + 3);
-        if (msg.rfind(path + ": ", 0) == 0 || msg.find("'" + path + "'") != std::string::npos) throw;
-        throw error(e.id(), path + ": " + msg);
-    }
-}
-
 // ---- commands --------------------------------------------------------------------
 
 int cmd_run(const Args& a) {
-    ProgramDesc desc = load_program_at(a.program);
+    ProgramDesc desc = load_program_file(a.program);
     const auto feeds_spec = parse_feeds(a.feed, true);
     const auto targets = fetch_targets(a.fetch);
 
@@ -322,7 +307,7 @@ int cmd_run(const Args& a) {
 }
 
 int cmd_inspect(const Args& a) {
-    ProgramDesc p = load_program_at(a.program);
+    ProgramDesc p = load_program_file(a.program);
     std::string out = "program " + a.program + ": format version " + std::to_string(p.version) + ", " +
                       std::to_string(p.blocks.size()) + (p.blocks.size() == 1 ? " block\n" : " blocks\n");
     for (auto& b : p.blocks) {
@@ -360,7 +345,7 @@ int cmd_inspect(const Args& a) {
 }
 
 int cmd_plan(const Args& a) {
-    ProgramDesc p = load_program_at(a.program);
+    ProgramDesc p = load_program_file(a.program);
     const auto feeds_spec = parse_feeds(a.feed, false);
     std::vector<std::string> fed;
     for (auto& f : feeds_spec) fed.push_back(f.name);
@@ -402,7 +387,7 @@ int cmd_plan(const Args& a) {
 }
 
 int cmd_dot(const Args& a) {
-    ProgramDesc p = load_program_at(a.program);
+    ProgramDesc p = load_program_file(a.program);
     std::string text;
     if (a.fetch.empty()) {
         if (!a.feed.empty()) usage_fail("'dot' takes --feed only together with --fetch");

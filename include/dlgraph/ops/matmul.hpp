@@ -120,7 +120,8 @@ inline void axpy_gemm(std::int64_t rows, std::int64_t cols, std::int64_t K, cons
         for (std::int64_t jb = 0; jb < cols; jb += nc_block) {
             const std::int64_t je = std::min(cols, jb + nc_block);
             std::int64_t i = 0;
-            for (; i + axpy_mr <= rows; i += axpy_mr)
+            const std::int64_t full_rows = rows - rows % axpy_mr;
+            for (; i < full_rows; i += axpy_mr)
                 axpy_panel<T, axpy_mr>(kc, Lk + i * slr, slr, slk, Rk, ldr, jb, je, C + i * scr, scr, scc, alpha, acc);
             for (; i < rows; ++i)
                 axpy_panel<T, 1>(kc, Lk + i * slr, slr, slk, Rk, ldr, jb, je, C + i * scr, scr, scc, alpha, acc);
