@@ -2,8 +2,11 @@
 #pragma once
 
 #include "dlgraph/builder.hpp"
+#include "dlgraph/dot.hpp"
 #include "dlgraph/json.hpp"
+#include "dlgraph/npy.hpp"
 #include "dlgraph/ops/op_table.hpp"
+#include "dlgraph/plan_io.hpp"
 #include "dlgraph/planner.hpp"
 #include "dlgraph/scope.hpp"
 #include "dlgraph/session.hpp"
