@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "dlgraph/autodiff.hpp"
 #include "dlgraph/session.hpp"
 
 namespace dlgraph {
@@ -17,6 +18,7 @@ namespace detail {
 struct builder_state : program_state {
     std::map<std::string, int> counters;
     std::set<std::string> trainable;
+    std::set<std::string> stop_gradient;
 };
 }  // namespace detail
 
@@ -120,6 +122,14 @@ public:
     std::string to_json(int indent = 1) const { return save_program(st_->desc, indent); }
     std::size_t op_count() const { return st_->desc.blocks[0].ops.size(); }
     bool is_trainable(const std::string& name) const { return st_->trainable.count(name) > 0; }
+    const std::set<std::string>& trainable() const { return st_->trainable; }
+    // Marks a variable so that no gradient flows through it.
+    void stop_gradient(const std::string& name) { st_->stop_gradient.insert(name); }
+    // Runs `f` on the description and bumps the revision (sessions re-plan).
+    template <class F> decltype(auto) edit(F&& f) {
+        ++st_->revision;
+        return f(st_->desc);
+    }
     const std::shared_ptr<detail::builder_state>& state() const { return st_; }
 
     // Appends an op of any registered type: inputs and outputs by slot, and
@@ -414,6 +424,32 @@ template <element_type U, element_type T> Var<U> cast(const Var<T>& x) {
     return detail::unary_out<U>("cast", detail::state_of(x), {{"X", {x.name()}}},
                                 {Attribute::make_int("in_dtype", static_cast<int>(dtype_of<T>)),
                                  Attribute::make_int("out_dtype", static_cast<int>(dtype_of<U>))});
+}
+
+// ---- gradients -------------------------------------------------------------------------------------
+
+// Appends the backward pass of `loss` for `params` (default: every trainable
+// parameter) and returns (parameter, gradient) handles for the parameters
+// the loss depends on. The gradient of `w` is the variable `w@GRAD`.
+template <element_type T>
+std::vector<std::pair<Var<T>, Var<T>>> append_backward(const Var<T>& loss, std::vector<std::string> params = {}) {
+    auto st = detail::state_of(loss);
+    Program p(st);
+    std::set<std::string> which(params.begin(), params.end());
+    if (params.empty()) which = st->trainable;
+    BackwardResult r = p.edit([&](ProgramDesc& d) { return dlgraph::append_backward(d, loss.name(), which, st->stop_gradient, loss.op()); });
+    std::vector<std::pair<Var<T>, Var<T>>> out;
+    for (auto& [param, grad] : r.param_grads) {
+        auto* pv = st->desc.blocks[0].find_var(param);
+        if (pv->data_type != dtype_of<T>) continue;  // another dtype's parameters are not this loss's
+        out.emplace_back(p.var<T>(param), p.var<T>(grad));
+    }
+    return out;
+}
+// Marks `v` so that no gradient flows through it; returns it.
+template <element_type T> const Var<T>& stop_gradient(const Var<T>& v) {
+    Program(detail::state_of(v)).stop_gradient(v.name());
+    return v;
 }
 
 // ---- sessions over builder programs ------------------------------------------------------------

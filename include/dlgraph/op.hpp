@@ -110,6 +110,38 @@ struct KernelContext {
 using KernelFn = void (*)(const KernelContext&);
 using KernelTable = std::array<KernelFn, num_dtypes>;
 
+// ---- gradients --------------------------------------------------------------
+//
+// Backward is a program rewrite made of ordinary ops (PaddlePaddle's
+// conventions): the gradient of variable `x` is `x@GRAD`; a forward op's grad
+// maker returns the OpDescs of its gradient ops, which read the forward
+// inputs and outputs they need plus `Out@GRAD` and write `X@GRAD`, ....
+
+inline std::string grad_var_name(std::string_view v) { return std::string(v) + "@GRAD"; }
+
+// What a grad maker needs to know: the forward op, and for each forward
+// input variable the name its gradient contribution must be written to
+// ("" when no gradient is wanted for it).
+struct GradRequest {
+    const OpDesc& fwd;
+    // grad_name(slot, k): where the gradient of input k of `slot` goes, or "".
+    std::function<std::string(std::string_view slot, std::size_t k)> grad_name;
+    // out_grad(slot, k): the (final) gradient of forward output k of `slot`.
+    std::function<std::string(std::string_view slot, std::size_t k)> out_grad;
+};
+using GradMaker = std::vector<OpDesc> (*)(const GradRequest&);
+
+// The usual grad op, described as data: `type` reads the forward input slots
+// `ins`, the forward output slots `outs` and the gradients of `outs`
+// (as "<slot>@GRAD"); it writes "<slot>@GRAD" for each input slot of
+// `grads` whose gradient is wanted, and copies the forward attributes.
+struct GradSpec {
+    std::string_view type;
+    std::vector<std::string_view> ins;
+    std::vector<std::string_view> outs;
+    std::vector<std::string_view> grads;
+};
+
 struct OpDef {
     std::string_view type;
     std::vector<SlotDef> inputs;
@@ -122,6 +154,14 @@ struct OpDef {
     std::array<KernelTable, num_device_kinds> kernels{};
     // One-line summary for docs and `dlgraph inspect`.
     std::string_view doc{};
+    // How to differentiate it: a GradSpec for the usual grad op, or a custom
+    // maker (e.g. scale's gradient is a scale). Neither: not differentiable.
+    GradSpec grad_spec{};
+    GradMaker grad_maker = nullptr;
+    // Input slots that never get a gradient (integer labels, shapes).
+    std::vector<std::string_view> no_grad_inputs{};
+
+    bool differentiable() const { return grad_maker != nullptr || !grad_spec.type.empty(); }
 
     int input_index(std::string_view n) const { return index_of(inputs, n); }
     int output_index(std::string_view n) const { return index_of(outputs, n); }
@@ -162,6 +202,41 @@ inline void check_kernel(const OpDef& def, DataType t, std::string_view label, D
     throw type_error("dlgraph.type.kernel", std::string(label) + ": no " +
                                                 (any_device ? std::string("") : std::string(device_names[static_cast<int>(device)]) + " ") +
                                                 "kernel for " + to_string(t) + " (it has: " + def.supported_dtypes(device) + ")");
+}
+
+// The grad ops of `def` for a request, through its maker or its GradSpec.
+inline std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r) {
+    if (def.grad_maker) return def.grad_maker(r);
+    const GradSpec& g = def.grad_spec;
+    OpDesc op;
+    op.type = std::string(g.type);
+    for (auto slot : g.ins)
+        if (auto* s = r.fwd.input(slot)) op.set_input(std::string(slot), s->arguments);
+    for (auto slot : g.outs) {
+        auto* s = r.fwd.output(slot);
+        if (!s) continue;
+        op.set_input(std::string(slot), s->arguments);
+        std::vector<std::string> grads;
+        for (std::size_t k = 0; k < s->arguments.size(); ++k) grads.push_back(r.out_grad(slot, k));
+        op.set_input(grad_var_name(slot), grads);
+    }
+    bool any = false;
+    for (auto slot : g.grads) {
+        auto* s = r.fwd.input(slot);
+        if (!s) continue;
+        std::vector<std::string> names;
+        bool wanted = false;
+        for (std::size_t k = 0; k < s->arguments.size(); ++k) {
+            names.push_back(r.grad_name(slot, k));
+            wanted = wanted || !names.back().empty();
+        }
+        if (!wanted) continue;
+        op.set_output(grad_var_name(slot), names);
+        any = true;
+    }
+    if (!any) return {};
+    op.attrs = r.fwd.attrs;
+    return {op};
 }
 
 // Fills a kernel table from `Op::template compute<T>` for each listed T.

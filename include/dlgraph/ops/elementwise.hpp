@@ -147,9 +147,21 @@ void broadcast_apply(const Tensor& X, const Tensor& Y, std::int64_t axis, Tensor
 
 // ---- binary ops ---------------------------------------------------------------
 
-struct add_fn { template <class V> V operator()(V a, V b) const { return a + b; } };
-struct sub_fn { template <class V> V operator()(V a, V b) const { return a - b; } };
-struct mul_fn { template <class V> V operator()(V a, V b) const { return a * b; } };
+struct add_fn {
+    template <class V> V operator()(V a, V b) const { return a + b; }
+    template <class V> V dx(V, V, V, V d) const { return d; }
+    template <class V> V dy(V, V, V, V d) const { return d; }
+};
+struct sub_fn {
+    template <class V> V operator()(V a, V b) const { return a - b; }
+    template <class V> V dx(V, V, V, V d) const { return d; }
+    template <class V> V dy(V, V, V, V d) const { return -d; }
+};
+struct mul_fn {
+    template <class V> V operator()(V a, V b) const { return a * b; }
+    template <class V> V dx(V, V y, V, V d) const { return d * y; }
+    template <class V> V dy(V x, V, V, V d) const { return d * x; }
+};
 struct div_fn {
     template <class V> V operator()(V a, V b) const {
         if constexpr (std::is_integral_v<V>) {
@@ -157,16 +169,23 @@ struct div_fn {
         }
         return a / b;
     }
+    template <class V> V dx(V, V y, V, V d) const { return d / y; }
+    template <class V> V dy(V, V y, V out, V d) const { return -d * out / y; }
 };
 struct max_fn {
     template <class V> V operator()(V a, V b) const {
         if constexpr (is_batch<V>) return xsimd::max(a, b); else return a > b ? a : b;
     }
+    // Ties send the gradient to Y, as PaddlePaddle does.
+    template <class V> V dx(V x, V y, V, V d) const { return x > y ? d : V(0); }
+    template <class V> V dy(V x, V y, V, V d) const { return x > y ? V(0) : d; }
 };
 struct min_fn {
     template <class V> V operator()(V a, V b) const {
         if constexpr (is_batch<V>) return xsimd::min(a, b); else return a < b ? a : b;
     }
+    template <class V> V dx(V x, V y, V, V d) const { return x < y ? d : V(0); }
+    template <class V> V dy(V x, V y, V, V d) const { return x < y ? V(0) : d; }
 };
 struct pow_fn {
     template <class V> V operator()(V a, V b) const {
@@ -174,6 +193,8 @@ struct pow_fn {
         else if constexpr (std::is_integral_v<V>) return static_cast<V>(std::pow(static_cast<double>(a), static_cast<double>(b)));
         else return std::pow(a, b);
     }
+    template <class V> V dx(V x, V y, V, V d) const { return d * y * std::pow(x, y - V(1)); }
+    template <class V> V dy(V x, V, V out, V d) const { return d * out * std::log(x); }
 };
 
 template <class Fn> struct elementwise_binary {
@@ -186,21 +207,92 @@ template <class Fn> struct elementwise_binary {
     template <class T> static void compute(cpu, const KernelContext& c) {
         broadcast_apply<T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0), Fn{});
     }
-    static OpDef make(std::string_view type, std::string_view doc) {
+    static OpDef make(std::string_view type, std::string_view grad_type, std::string_view doc) {
         OpDef d{type, {{"X"}, {"Y"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &infer};
         d.kernels[0] = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
         d.doc = doc;
+        d.grad_spec = {grad_type, {"X", "Y"}, {"Out"}, {"X", "Y"}};
         return d;
     }
 };
 
-inline OpDef elementwise_add_def() { return elementwise_binary<add_fn>::make("elementwise_add", "Out = X + Y"); }
-inline OpDef elementwise_sub_def() { return elementwise_binary<sub_fn>::make("elementwise_sub", "Out = X - Y"); }
-inline OpDef elementwise_mul_def() { return elementwise_binary<mul_fn>::make("elementwise_mul", "Out = X * Y"); }
-inline OpDef elementwise_div_def() { return elementwise_binary<div_fn>::make("elementwise_div", "Out = X / Y"); }
-inline OpDef elementwise_max_def() { return elementwise_binary<max_fn>::make("elementwise_max", "Out = max(X, Y)"); }
-inline OpDef elementwise_min_def() { return elementwise_binary<min_fn>::make("elementwise_min", "Out = min(X, Y)"); }
-inline OpDef elementwise_pow_def() { return elementwise_binary<pow_fn>::make("elementwise_pow", "Out = X ^ Y"); }
+// The grad op of a binary op: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD (each
+// optional). Gradients are accumulated over the broadcast output, which also
+// sums them over the dims an operand was broadcast along; no scratch memory.
+template <class Fn> struct elementwise_binary_grad {
+    enum { X = 0, Y = 1, Out = 2, DOut = 3 };
+    enum { DX = 0, DY = 1 };
+    enum { axis = 0 };
+    static void infer(const InferContext& c) {
+        c.same_dtype({X, Y, Out, DOut});
+        if (c.shape(Out).known() && c.shape(DOut).known() && !(c.shape(Out) == c.shape(DOut)))
+            c.fail("dlgraph.shape.grad", "Out is " + to_string(c.shape(Out)) + " but Out@GRAD is " + to_string(c.shape(DOut)));
+        if (c.out_count(DX)) c.set(DX, c.dtype(X), c.shape(X));
+        if (c.out_count(DY)) c.set(DY, c.dtype(Y), c.shape(Y));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Fn f{};
+        const Tensor& Xt = c.in(X);
+        const Tensor& Yt = c.in(Y);
+        const T* x = Xt.template data<T>();
+        const T* y = Yt.template data<T>();
+        const T* out = c.in(Out).template data<T>();
+        const T* d = c.in(DOut).template data<T>();
+        T* dx = c.out_count(DX) ? c.out(DX).template data<T>() : nullptr;
+        T* dy = c.out_count(DY) ? c.out(DY).template data<T>() : nullptr;
+        const Shape& zs = c.in(DOut).shape();
+        const std::int64_t n = zs.numel();
+        if (Xt.numel() == n && Yt.numel() == n) {  // no broadcasting
+            for (std::int64_t i = 0; i < n; ++i) {
+                if (dx) dx[i] = f.dx(x[i], y[i], out[i], d[i]);
+                if (dy) dy[i] = f.dy(x[i], y[i], out[i], d[i]);
+            }
+            return;
+        }
+        if (dx) std::fill(dx, dx + Xt.numel(), T(0));
+        if (dy) std::fill(dy, dy + Yt.numel(), T(0));
+        if (n == 0) return;
+        Shape xa, ya;
+        bool ok;
+        align_shapes(Xt.shape(), Yt.shape(), c.attr(axis).i, xa, ya, ok);
+        const int r = zs.rank();
+        std::int64_t xst[max_rank], yst[max_rank], idx[max_rank] = {};
+        row_major_strides(xa, xst);
+        row_major_strides(ya, yst);
+        for (int i = 0; i < r; ++i) {
+            if (xa[i] == 1 && zs[i] != 1) xst[i] = 0;
+            if (ya[i] == 1 && zs[i] != 1) yst[i] = 0;
+        }
+        std::int64_t ox = 0, oy = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (dx) dx[ox] += f.dx(x[ox], y[oy], out[i], d[i]);
+            if (dy) dy[oy] += f.dy(x[ox], y[oy], out[i], d[i]);
+            for (int k = r - 1; k >= 0; --k) {  // odometer, offsets kept incrementally
+                ox += xst[k];
+                oy += yst[k];
+                if (++idx[k] < zs[k]) break;
+                ox -= xst[k] * zs[k];
+                oy -= yst[k] * zs[k];
+                idx[k] = 0;
+            }
+        }
+    }
+    static OpDef make(std::string_view type) {
+        OpDef d{type, {{"X"}, {"Y"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
+                {{"axis", Attribute::make_int("axis", -1)}}, &infer};
+        d.kernels[0] = cpu_kernels<elementwise_binary_grad, float, double>();
+        d.doc = "X@GRAD, Y@GRAD of a broadcasting binary op";
+        return d;
+    }
+};
+
+inline OpDef elementwise_add_def() { return elementwise_binary<add_fn>::make("elementwise_add", "elementwise_add_grad", "Out = X + Y"); }
+inline OpDef elementwise_sub_def() { return elementwise_binary<sub_fn>::make("elementwise_sub", "elementwise_sub_grad", "Out = X - Y"); }
+inline OpDef elementwise_mul_def() { return elementwise_binary<mul_fn>::make("elementwise_mul", "elementwise_mul_grad", "Out = X * Y"); }
+inline OpDef elementwise_div_def() { return elementwise_binary<div_fn>::make("elementwise_div", "elementwise_div_grad", "Out = X / Y"); }
+inline OpDef elementwise_max_def() { return elementwise_binary<max_fn>::make("elementwise_max", "elementwise_max_grad", "Out = max(X, Y)"); }
+inline OpDef elementwise_min_def() { return elementwise_binary<min_fn>::make("elementwise_min", "elementwise_min_grad", "Out = min(X, Y)"); }
+inline OpDef elementwise_pow_def() { return elementwise_binary<pow_fn>::make("elementwise_pow", "elementwise_pow_grad", "Out = X ^ Y"); }
 
 // ---- unary ops ------------------------------------------------------------------
 
@@ -208,65 +300,114 @@ struct relu_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return xsimd::max(a, V(0)); else return a > V(0) ? a : V(0);
     }
+    template <class V> V grad(V, V out, V dout) const {
+        if constexpr (is_batch<V>) return xsimd::select(out > V(0), dout, V(0)); else return out > V(0) ? dout : V(0);
+    }
 };
 struct sigmoid_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return V(1) / (V(1) + xsimd::exp(-a)); else return V(1) / (V(1) + std::exp(-a));
     }
+    template <class V> V grad(V, V out, V dout) const { return dout * out * (V(1) - out); }
 };
 struct tanh_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return xsimd::tanh(a); else return std::tanh(a);
     }
+    template <class V> V grad(V, V out, V dout) const { return dout * (V(1) - out * out); }
 };
 struct exp_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return xsimd::exp(a); else return std::exp(a);
     }
+    template <class V> V grad(V, V out, V dout) const { return dout * out; }
 };
 struct log_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return xsimd::log(a); else return std::log(a);
     }
+    template <class V> V grad(V x, V, V dout) const { return dout / x; }
 };
 struct sqrt_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return xsimd::sqrt(a); else return std::sqrt(a);
     }
+    template <class V> V grad(V, V out, V dout) const { return dout * V(0.5) / out; }
 };
 struct abs_fn {
     template <class V> V operator()(V a) const {
         if constexpr (is_batch<V>) return xsimd::abs(a); else return a < V(0) ? -a : a;
     }
+    template <class V> V grad(V x, V, V dout) const {
+        if constexpr (is_batch<V>) return xsimd::select(x > V(0), dout, xsimd::select(x < V(0), -dout, V(0)));
+        else return x > V(0) ? dout : x < V(0) ? -dout : V(0);
+    }
 };
-struct square_fn { template <class V> V operator()(V a) const { return a * a; } };
+struct square_fn {
+    template <class V> V operator()(V a) const { return a * a; }
+    template <class V> V grad(V x, V, V dout) const { return dout * V(2) * x; }
+};
 
 // Same shape and dtype as X.
 inline void same_as_x_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
+
+// X@GRAD[i] = Fn::grad(X[i], Out[i], Out@GRAD[i]), over three streams.
+template <class T, class F> inline void unary_grad_loop(std::int64_t n, const T* x, const T* y, const T* dy, T* dx, F f) {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = xsimd::batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        for (; i + W <= n; i += W)
+            f.grad(B::load_unaligned(x + i), B::load_unaligned(y + i), B::load_unaligned(dy + i)).store_unaligned(dx + i);
+    }
+    for (; i < n; ++i) dx[i] = f.grad(x[i], y[i], dy[i]);
+}
 
 template <class Fn> struct elementwise_unary {
     template <class T> static void compute(cpu, const KernelContext& c) {
         unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(), Fn{});
     }
-    template <class... Ts> static OpDef make(std::string_view type, std::string_view doc) {
+    template <class... Ts> static OpDef make(std::string_view type, std::string_view grad_type, std::string_view doc) {
         OpDef d{type, {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
         d.kernels[0] = cpu_kernels<elementwise_unary, Ts...>();
         d.doc = doc;
+        d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
         return d;
     }
 };
 
-inline OpDef relu_def() { return elementwise_unary<relu_fn>::make<float, double>("relu", "Out = max(X, 0)"); }
-inline OpDef sigmoid_def() { return elementwise_unary<sigmoid_fn>::make<float, double>("sigmoid", "Out = 1 / (1 + exp(-X))"); }
-inline OpDef tanh_def() { return elementwise_unary<tanh_fn>::make<float, double>("tanh", "Out = tanh(X)"); }
-inline OpDef exp_def() { return elementwise_unary<exp_fn>::make<float, double>("exp", "Out = exp(X)"); }
-inline OpDef log_def() { return elementwise_unary<log_fn>::make<float, double>("log", "Out = ln(X)"); }
-inline OpDef sqrt_def() { return elementwise_unary<sqrt_fn>::make<float, double>("sqrt", "Out = sqrt(X)"); }
+// The grad op of a unary op: X, Out, Out@GRAD -> X@GRAD.
+template <class Fn> struct elementwise_unary_grad {
+    enum { X = 0, Out = 1, DOut = 2 };
+    static void infer(const InferContext& c) {
+        c.same_dtype({X, Out, DOut});
+        if (!(c.shape(Out) == c.shape(DOut)) && c.shape(Out).known() && c.shape(DOut).known())
+            c.fail("dlgraph.shape.grad", "Out is " + to_string(c.shape(Out)) + " but Out@GRAD is " + to_string(c.shape(DOut)));
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        unary_grad_loop(c.in(X).numel(), c.in(X).template data<T>(), c.in(Out).template data<T>(),
+                        c.in(DOut).template data<T>(), c.out(0).template data<T>(), Fn{});
+    }
+    static OpDef make(std::string_view type) {
+        OpDef d{type, {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &infer};
+        d.kernels[0] = cpu_kernels<elementwise_unary_grad, float, double>();
+        d.doc = "X@GRAD = Out@GRAD * d(Out)/d(X)";
+        return d;
+    }
+};
+
+inline OpDef relu_def() { return elementwise_unary<relu_fn>::make<float, double>("relu", "relu_grad", "Out = max(X, 0)"); }
+inline OpDef sigmoid_def() { return elementwise_unary<sigmoid_fn>::make<float, double>("sigmoid", "sigmoid_grad", "Out = 1 / (1 + exp(-X))"); }
+inline OpDef tanh_def() { return elementwise_unary<tanh_fn>::make<float, double>("tanh", "tanh_grad", "Out = tanh(X)"); }
+inline OpDef exp_def() { return elementwise_unary<exp_fn>::make<float, double>("exp", "exp_grad", "Out = exp(X)"); }
+inline OpDef log_def() { return elementwise_unary<log_fn>::make<float, double>("log", "log_grad", "Out = ln(X)"); }
+inline OpDef sqrt_def() { return elementwise_unary<sqrt_fn>::make<float, double>("sqrt", "sqrt_grad", "Out = sqrt(X)"); }
 inline OpDef abs_def() {
-    return elementwise_unary<abs_fn>::make<float, double, std::int32_t, std::int64_t>("abs", "Out = |X|");
+    return elementwise_unary<abs_fn>::make<float, double, std::int32_t, std::int64_t>("abs", "abs_grad", "Out = |X|");
 }
 inline OpDef square_def() {
-    return elementwise_unary<square_fn>::make<float, double, std::int32_t, std::int64_t>("square", "Out = X * X");
+    return elementwise_unary<square_fn>::make<float, double, std::int32_t, std::int64_t>("square", "square_grad", "Out = X * X");
 }
 
 // ---- scale and assign ----------------------------------------------------------------
@@ -291,6 +432,17 @@ inline OpDef scale_def() {
             &same_as_x_infer};
     d.kernels[0] = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Out = scale * X + bias (or scale * (X + bias))";
+    // d(scale * X + b)/dX = scale, either bias order: the gradient is a scale.
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "scale";
+        g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
+        const Attribute* sc = r.fwd.attr("scale");
+        g.set_attr(Attribute::make_float("scale", sc ? sc->f : 1.0));
+        return {g};
+    };
     return d;
 }
 
@@ -304,7 +456,32 @@ inline OpDef assign_def() {
     OpDef d{"assign", {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
     d.kernels[0] = cpu_kernels<assign_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X (a copy)";
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "assign";
+        g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
+        return {g};
+    };
     return d;
 }
+
+inline OpDef relu_grad_def() { return elementwise_unary_grad<relu_fn>::make("relu_grad"); }
+inline OpDef sigmoid_grad_def() { return elementwise_unary_grad<sigmoid_fn>::make("sigmoid_grad"); }
+inline OpDef tanh_grad_def() { return elementwise_unary_grad<tanh_fn>::make("tanh_grad"); }
+inline OpDef exp_grad_def() { return elementwise_unary_grad<exp_fn>::make("exp_grad"); }
+inline OpDef log_grad_def() { return elementwise_unary_grad<log_fn>::make("log_grad"); }
+inline OpDef sqrt_grad_def() { return elementwise_unary_grad<sqrt_fn>::make("sqrt_grad"); }
+inline OpDef abs_grad_def() { return elementwise_unary_grad<abs_fn>::make("abs_grad"); }
+inline OpDef square_grad_def() { return elementwise_unary_grad<square_fn>::make("square_grad"); }
+
+inline OpDef elementwise_add_grad_def() { return elementwise_binary_grad<add_fn>::make("elementwise_add_grad"); }
+inline OpDef elementwise_sub_grad_def() { return elementwise_binary_grad<sub_fn>::make("elementwise_sub_grad"); }
+inline OpDef elementwise_mul_grad_def() { return elementwise_binary_grad<mul_fn>::make("elementwise_mul_grad"); }
+inline OpDef elementwise_div_grad_def() { return elementwise_binary_grad<div_fn>::make("elementwise_div_grad"); }
+inline OpDef elementwise_max_grad_def() { return elementwise_binary_grad<max_fn>::make("elementwise_max_grad"); }
+inline OpDef elementwise_min_grad_def() { return elementwise_binary_grad<min_fn>::make("elementwise_min_grad"); }
+inline OpDef elementwise_pow_grad_def() { return elementwise_binary_grad<pow_fn>::make("elementwise_pow_grad"); }
 
 }  // namespace dlgraph::ops

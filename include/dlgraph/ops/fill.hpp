@@ -97,4 +97,35 @@ inline OpDef gaussian_random_def() {
     return d;
 }
 
+// fill_any_like: a tensor shaped like X (whose dims may be unknown until
+// run time) filled with `value`; dtype -1 keeps X's dtype. append_backward
+// seeds loss@GRAD with it and gives unused outputs zero gradients.
+struct fill_any_like_op {
+    enum { value = 0, dtype = 1 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& out = c.out(0);
+        const double v = c.attr(value).f;
+        visit_dtype(out.dtype(), [&]<class U>(type_tag<U>) {
+            if constexpr (std::is_same_v<U, float16>) {
+                throw type_error("dlgraph.type.kernel", "fill_any_like: FP16 output is not supported");
+            } else {
+                U* p = out.data<U>();
+                std::fill(p, p + out.numel(), static_cast<U>(v));
+            }
+        });
+    }
+};
+inline void fill_any_like_infer(const InferContext& c) {
+    const std::int64_t t = c.attr(fill_any_like_op::dtype).i;
+    c.set(0, t < 0 ? c.dtype(0) : dtype_from_int(t), c.shape(0));
+}
+inline OpDef fill_any_like_def() {
+    OpDef d{"fill_any_like", {{"X"}}, {{"Out"}},
+            {{"value", Attribute::make_float("value", 0.0)}, {"dtype", Attribute::make_int("dtype", -1)}},
+            &fill_any_like_infer};
+    d.kernels[0] = cpu_kernels<fill_any_like_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
+    d.doc = "Out = a tensor shaped like X filled with `value`";
+    return d;
+}
+
 }  // namespace dlgraph::ops

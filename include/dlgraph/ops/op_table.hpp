@@ -18,9 +18,13 @@
 #define DLGRAPH_OP_LIST(X)                                                                                     \
     X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)             \
     X(elementwise_min) X(elementwise_pow) X(relu) X(sigmoid) X(tanh) X(exp) X(log) X(sqrt) X(abs)              \
-    X(square) X(scale) X(assign) X(fill_constant) X(uniform_random) X(gaussian_random) X(mul) X(matmul)        \
+    X(square) X(scale) X(assign) X(fill_constant) X(uniform_random) X(gaussian_random) X(fill_any_like) X(mul) X(matmul)        \
     X(softmax) X(cross_entropy) X(softmax_with_cross_entropy) X(mean) X(reduce_sum) X(reduce_mean)             \
-    X(reduce_max) X(reshape) X(transpose) X(concat) X(split) X(cast) X(sum) X(feed) X(fetch)
+    X(reduce_max) X(reshape) X(transpose) X(concat) X(split) X(cast) X(sum) X(feed) X(fetch) \
+    X(relu_grad) X(sigmoid_grad) X(tanh_grad) X(exp_grad) X(log_grad) X(sqrt_grad) X(abs_grad) X(square_grad) \
+    X(elementwise_add_grad) X(elementwise_sub_grad) X(elementwise_mul_grad) X(elementwise_div_grad)             \
+    X(elementwise_max_grad) X(elementwise_min_grad) X(elementwise_pow_grad) X(mean_grad) X(reduce_sum_grad)    \
+    X(reduce_mean_grad) X(reduce_max_grad)
 
 namespace dlgraph {
 

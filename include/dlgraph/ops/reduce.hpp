@@ -101,6 +101,27 @@ inline OpDef mean_def() {
     OpDef d{"mean", {{"X"}}, {{"Out"}}, {}, &mean_op::infer};
     d.kernels[0] = cpu_kernels<mean_op, float, double>();
     d.doc = "Out = the mean of all elements of X, shape [1]";
+    d.grad_spec = {"mean_grad", {"X"}, {"Out"}, {"X"}};
+    return d;
+}
+
+// X, Out, Out@GRAD -> X@GRAD = Out@GRAD / numel(X) everywhere.
+struct mean_grad_op {
+    enum { X = 0, Out = 1, DOut = 2 };
+    static void infer(const InferContext& c) {
+        c.same_dtype({X, DOut});
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& dx = c.out(0);
+        const T g = *c.in(DOut).template data<T>() / static_cast<T>(std::max<std::int64_t>(dx.numel(), 1));
+        std::fill(dx.data<T>(), dx.data<T>() + dx.numel(), g);
+    }
+};
+inline OpDef mean_grad_def() {
+    OpDef d{"mean_grad", {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &mean_grad_op::infer};
+    d.kernels[0] = cpu_kernels<mean_grad_op, float, double>();
+    d.doc = "X@GRAD = Out@GRAD / numel(X)";
     return d;
 }
 
@@ -138,6 +159,7 @@ template <class Kind> struct reduce_op {
 };
 
 struct reduce_sum_kind {
+    static constexpr bool grad_scale = false, only_max = false;
     static void check_dtype(const InferContext& c) {
         c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
     }
@@ -146,6 +168,7 @@ struct reduce_sum_kind {
     }
 };
 struct reduce_mean_kind {
+    static constexpr bool grad_scale = true, only_max = false;
     static void check_dtype(const InferContext& c) { c.dtype_in(0, {DataType::FP32, DataType::FP64}); }
     template <class T> static void run(const Tensor& x, const bool* red, Tensor& out) {
         reduce_into<T>(x, red, out, T(0), add_fn{});
@@ -155,6 +178,7 @@ struct reduce_mean_kind {
     }
 };
 struct reduce_max_kind {
+    static constexpr bool grad_scale = false, only_max = true;
     static void check_dtype(const InferContext& c) {
         c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
     }
@@ -166,7 +190,7 @@ struct reduce_max_kind {
     }
 };
 
-template <class Kind, class... Ts> OpDef reduce_def(std::string_view type, std::string_view doc) {
+template <class Kind, class... Ts> OpDef reduce_def(std::string_view type, std::string_view grad_type, std::string_view doc) {
     OpDef d{type, {{"X"}}, {{"Out"}},
             {{"dim", Attribute::make_ints("dim", {0})},
              {"keep_dim", Attribute::make_bool("keep_dim", false)},
@@ -174,17 +198,76 @@ template <class Kind, class... Ts> OpDef reduce_def(std::string_view type, std::
             &reduce_op<Kind>::infer};
     d.kernels[0] = cpu_kernels<reduce_op<Kind>, Ts...>();
     d.doc = doc;
+    d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
+    return d;
+}
+
+// X, Out, Out@GRAD -> X@GRAD for reduce_sum / reduce_mean / reduce_max:
+// each element of X takes the gradient of the output element it folded
+// into (scaled by 1/count for mean; only where X equals the max for max,
+// every tied position included).
+template <class Kind> struct reduce_grad_op {
+    enum { X = 0, Out = 1, DOut = 2 };
+    static void infer(const InferContext& c) {
+        c.same_dtype({X, Out, DOut});
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const T* xp = x.template data<T>();
+        const T* out = c.in(Out).template data<T>();
+        const T* d = c.in(DOut).template data<T>();
+        T* dx = c.out(0).template data<T>();
+        const Shape& s = x.shape();
+        const int r = s.rank();
+        bool red[max_rank];
+        std::int64_t bad = 0;
+        bool dup = false;
+        reduced_dims(c.attrs, r, red, bad, dup);
+        // Strides into Out (kept dims contiguous, reduced dims 0).
+        std::int64_t ost[max_rank], idx[max_rank] = {};
+        std::int64_t st = 1;
+        for (int i = r - 1; i >= 0; --i) {
+            ost[i] = red[i] ? 0 : st;
+            if (!red[i]) st *= s[i];
+        }
+        const T scale = Kind::grad_scale ? T(1) / static_cast<T>(std::max<std::int64_t>(reduced_count(s, red), 1)) : T(1);
+        std::int64_t o = 0;
+        const std::int64_t n = x.numel();
+        for (std::int64_t i = 0; i < n; ++i) {
+            dx[i] = Kind::only_max ? (xp[i] == out[o] ? d[o] : T(0)) : d[o] * scale;
+            for (int k = r - 1; k >= 0; --k) {
+                o += ost[k];
+                if (++idx[k] < s[k]) break;
+                o -= ost[k] * s[k];
+                idx[k] = 0;
+            }
+        }
+    }
+};
+template <class Kind> OpDef reduce_grad_def(std::string_view type) {
+    OpDef d{type, {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}},
+            {{"dim", Attribute::make_ints("dim", {0})},
+             {"keep_dim", Attribute::make_bool("keep_dim", false)},
+             {"reduce_all", Attribute::make_bool("reduce_all", false)}},
+            &reduce_grad_op<Kind>::infer};
+    d.kernels[0] = cpu_kernels<reduce_grad_op<Kind>, float, double>();
+    d.doc = "X@GRAD of a reduction";
     return d;
 }
 
 inline OpDef reduce_sum_def() {
-    return reduce_def<reduce_sum_kind, float, double, std::int32_t, std::int64_t>("reduce_sum", "Out = sum of X over dim");
+    return reduce_def<reduce_sum_kind, float, double, std::int32_t, std::int64_t>("reduce_sum", "reduce_sum_grad", "Out = sum of X over dim");
 }
 inline OpDef reduce_mean_def() {
-    return reduce_def<reduce_mean_kind, float, double>("reduce_mean", "Out = mean of X over dim");
+    return reduce_def<reduce_mean_kind, float, double>("reduce_mean", "reduce_mean_grad", "Out = mean of X over dim");
 }
 inline OpDef reduce_max_def() {
-    return reduce_def<reduce_max_kind, float, double, std::int32_t, std::int64_t>("reduce_max", "Out = max of X over dim");
+    return reduce_def<reduce_max_kind, float, double, std::int32_t, std::int64_t>("reduce_max", "reduce_max_grad", "Out = max of X over dim");
 }
+
+inline OpDef reduce_sum_grad_def() { return reduce_grad_def<reduce_sum_kind>("reduce_sum_grad"); }
+inline OpDef reduce_mean_grad_def() { return reduce_grad_def<reduce_mean_kind>("reduce_mean_grad"); }
+inline OpDef reduce_max_grad_def() { return reduce_grad_def<reduce_max_kind>("reduce_max_grad"); }
 
 }  // namespace dlgraph::ops
