@@ -5,6 +5,7 @@
 // evaluates that op.
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <set>
 
@@ -38,10 +39,37 @@ private:
     int index_ = -1;
 };
 
-// How a parameter gets its first value.
+// How a parameter gets its first value: an initializer op and its
+// attributes, or a scheme that derives them from the parameter's dims.
 struct Initializer {
     std::string op = "fill_constant";
     std::vector<Attribute> attrs;
+    enum class scheme { fixed, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal };
+    scheme kind = scheme::fixed;
+    std::int64_t seed = 0;
+
+    // The op attributes for a parameter of `dims`. Fans follow the usual
+    // convention: a [in, out] weight has fan_in = in, fan_out = out; other
+    // ranks multiply the trailing dims into both (a receptive field).
+    std::vector<Attribute> resolve(const Shape& dims) const {
+        if (kind == scheme::fixed) return attrs;
+        double fan_in = 1, fan_out = 1;
+        if (dims.rank() == 1) fan_in = fan_out = static_cast<double>(dims[0]);
+        else if (dims.rank() >= 2) {
+            double field = 1;
+            for (int i = 2; i < dims.rank(); ++i) field *= static_cast<double>(dims[i]);
+            fan_in = static_cast<double>(dims[0]) * field;
+            fan_out = static_cast<double>(dims[1]) * field;
+        }
+        const bool uniform = kind == scheme::xavier_uniform || kind == scheme::kaiming_uniform;
+        const double var = (kind == scheme::xavier_uniform || kind == scheme::xavier_normal) ? 2.0 / (fan_in + fan_out)
+                                                                                              : 2.0 / fan_in;
+        if (uniform) {
+            const double limit = std::sqrt(3.0 * var);
+            return {Attribute::make_float("min", -limit), Attribute::make_float("max", limit), Attribute::make_int("seed", seed)};
+        }
+        return {Attribute::make_float("mean", 0.0), Attribute::make_float("std", std::sqrt(var)), Attribute::make_int("seed", seed)};
+    }
 };
 namespace init {
 inline Initializer constant(double v) { return {"fill_constant", {Attribute::make_float("value", v)}}; }
@@ -53,6 +81,12 @@ inline Initializer normal(double mean, double std, std::int64_t seed = 0) {
     return {"gaussian_random",
             {Attribute::make_float("mean", mean), Attribute::make_float("std", std), Attribute::make_int("seed", seed)}};
 }
+// Glorot & Bengio: variance 2 / (fan_in + fan_out).
+inline Initializer xavier_uniform(std::int64_t seed = 0) { return {"uniform_random", {}, Initializer::scheme::xavier_uniform, seed}; }
+inline Initializer xavier_normal(std::int64_t seed = 0) { return {"gaussian_random", {}, Initializer::scheme::xavier_normal, seed}; }
+// He et al.: variance 2 / fan_in, for ReLU layers.
+inline Initializer kaiming_uniform(std::int64_t seed = 0) { return {"uniform_random", {}, Initializer::scheme::kaiming_uniform, seed}; }
+inline Initializer kaiming_normal(std::int64_t seed = 0) { return {"gaussian_random", {}, Initializer::scheme::kaiming_normal, seed}; }
 }  // namespace init
 
 class Program {
@@ -80,7 +114,7 @@ public:
         OpDesc op;
         op.type = init.op;
         op.set_output("Out", {name});
-        op.attrs = init.attrs;
+        op.attrs = init.resolve(dims);
         op.set_attr(Attribute::make_ints("shape", dims.vec()));
         op.set_attr(Attribute::make_int("dtype", static_cast<int>(dtype_of<T>)));
         int idx = push_op(std::move(op));
@@ -135,14 +169,18 @@ public:
     // Appends an op of any registered type: inputs and outputs by slot, and
     // attributes; creates the output variables with inferred dtypes and
     // shapes. Returns the op's index. Nothing changes if inference fails.
+    // `existing` binds output slots to variables that exist already (an
+    // optimizer writes ParamOut into Param); what inference gives for them
+    // must match their declarations.
     int append(const std::string& type, const std::vector<OpSlot>& inputs,
                const std::vector<std::pair<std::string, int>>& outputs, std::vector<Attribute> attrs,
-               std::vector<std::vector<std::string>>* out_names = nullptr) {
+               std::vector<std::vector<std::string>>* out_names = nullptr, const std::vector<OpSlot>& existing = {}) {
         const OpDef& def = lookup_op(type, type);
         OpDesc op;
         op.type = type;
         op.inputs = inputs;
         op.attrs = std::move(attrs);
+        for (auto& e : existing) op.set_output(e.parameter, e.arguments);
         std::vector<std::string> names;
         for (auto& [slot, count] : outputs) {
             std::vector<std::string> v;
@@ -160,11 +198,7 @@ public:
             if (!vd) throw graph_error("dlgraph.graph.undeclared", label + ": variable '" + n + "' is not declared");
             in_metas.push_back({vd->data_type, Shape(vd->dims)});
         }
-        std::vector<VarMeta> out_metas(names.size());
-        std::vector<const VarMeta*> ip;
-        std::vector<VarMeta*> op_;
-        for (auto& m : in_metas) ip.push_back(&m);
-        for (auto& m : out_metas) op_.push_back(&m);
+        std::vector<VarMeta> out_metas;
         // Slot order of the outputs must follow the definition for infer.
         OpDesc ordered = op;
         ordered.outputs.clear();
@@ -172,8 +206,27 @@ public:
             if (auto* s = op.output(sd.name)) ordered.outputs.push_back(*s);
         op.outputs = ordered.outputs;
         names = slot_args(def.outputs, op.outputs);
+        const BlockDesc& blk = st_->desc.blocks[0];
+        for (auto& n : names) {
+            auto* vd = blk.find_var(n);
+            out_metas.push_back(vd ? VarMeta{vd->data_type, Shape(vd->dims)} : VarMeta{});
+        }
+        std::vector<const VarMeta*> ip;
+        std::vector<VarMeta*> op_;
+        for (auto& m : in_metas) ip.push_back(&m);
+        for (auto& m : out_metas) op_.push_back(&m);
         infer_op(def, op, norm, ip, op_, label);
-        for (std::size_t k = 0; k < names.size(); ++k) declare(names[k], out_metas[k].dtype, out_metas[k].shape, false);
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            if (auto* vd = blk.find_var(names[k])) {
+                if (vd->data_type != out_metas[k].dtype || !dims_compatible(Shape(vd->dims), out_metas[k].shape))
+                    throw shape_error("dlgraph.shape.declared", label + " writes " + to_string(out_metas[k].dtype) + " " +
+                                                                    to_string(out_metas[k].shape) + " to '" + names[k] +
+                                                                    "', which is " + to_string(vd->data_type) + " " +
+                                                                    to_string(Shape(vd->dims)));
+                continue;
+            }
+            declare(names[k], out_metas[k].dtype, out_metas[k].shape, false);
+        }
         return push_op(std::move(op));
     }
 

@@ -118,6 +118,10 @@ public:
         return eval(std::span<const TargetRef>(targets.begin(), targets.size()),
                     std::span<const Feed>(feeds.begin(), feeds.size()));
     }
+    // Several targets held in a container (a TrainStep, a vector).
+    std::vector<Tensor> eval(std::span<const TargetRef> targets, std::initializer_list<Feed> feeds) {
+        return eval(targets, std::span<const Feed>(feeds.begin(), feeds.size()));
+    }
     std::vector<Tensor> eval(std::span<const TargetRef> targets, std::span<const Feed> feeds) {
         std::vector<Tensor> out(targets.size());
         eval_into(targets, feeds, out);

@@ -10,6 +10,7 @@
 #include "dlgraph/ops/elementwise.hpp"
 #include "dlgraph/ops/feed_fetch.hpp"
 #include "dlgraph/ops/fill.hpp"
+#include "dlgraph/ops/optimizers.hpp"
 #include "dlgraph/ops/matmul.hpp"
 #include "dlgraph/ops/reduce.hpp"
 #include "dlgraph/ops/shape_ops.hpp"
@@ -24,7 +25,7 @@
     X(relu_grad) X(sigmoid_grad) X(tanh_grad) X(exp_grad) X(log_grad) X(sqrt_grad) X(abs_grad) X(square_grad) \
     X(elementwise_add_grad) X(elementwise_sub_grad) X(elementwise_mul_grad) X(elementwise_div_grad)             \
     X(elementwise_max_grad) X(elementwise_min_grad) X(elementwise_pow_grad) X(mean_grad) X(reduce_sum_grad)    \
-    X(reduce_mean_grad) X(reduce_max_grad)
+    X(reduce_mean_grad) X(reduce_max_grad) X(sgd) X(momentum) X(adam)
 
 namespace dlgraph {
 

@@ -1,0 +1,156 @@
+// Training: optimizers as ops against reference updates in double precision,
+// the step/loss contract, initializers, and a small model that learns.
+#include <dlgraph/optimizer.hpp>
+
+#include "grad_check.hpp"
+
+using namespace dlgraph;
+
+namespace {
+// A quadratic loss sum((w - t)^2) with d/dw = 2 (w - t).
+struct quadratic {
+    Program p;
+    Var<double> w, t, loss;
+    explicit quadratic(std::vector<double> w0) {
+        w = p.parameter<double>("w", {static_cast<std::int64_t>(w0.size())}, init::constant(0));
+        t = p.input<double>("t", {static_cast<std::int64_t>(w0.size())});
+        loss = reduce_sum(square(w - t));
+    }
+};
+}  // namespace
+
+TEST_CASE("sgd, momentum and adam match reference updates") {
+    const std::vector<double> w0{0.5, -1.0, 2.0};
+    xt::xarray<double> target = {1.0, 1.0, -1.0};
+    auto grad = [&](const std::vector<double>& w) {
+        std::vector<double> g(w.size());
+        for (std::size_t i = 0; i < w.size(); ++i) g[i] = 2 * (w[i] - target(i));
+        return g;
+    };
+    auto run = [&](auto make_step, auto reference) {
+        quadratic q(w0);
+        TrainStep step = make_step(q.loss);
+        Session<cpu> s(q.p);
+        xt::xarray<double> init = xt::adapt(w0, {w0.size()});
+        s.eval(q.w);  // initialize, then set the starting point
+        s.scope().find("w")->get_mutable<Tensor>().copy_from(to_tensor(init));
+        std::vector<double> w = w0;
+        for (int it = 0; it < 5; ++it) {
+            s.eval(step, {{q.t, target}});
+            reference(w, grad(w), it + 1);
+            auto got = s.eval(q.w);
+            for (std::size_t i = 0; i < w.size(); ++i) CHECK(got(i) == doctest::Approx(w[i]).epsilon(1e-12));
+        }
+    };
+    SUBCASE("sgd") {
+        run([](auto& loss) { return SGD(0.1).minimize(loss); },
+            [](auto& w, auto g, int) { for (std::size_t i = 0; i < w.size(); ++i) w[i] -= 0.1 * g[i]; });
+    }
+    SUBCASE("momentum and nesterov") {
+        for (bool nesterov : {false, true}) {
+            std::vector<double> v(3, 0.0);
+            run([&](auto& loss) { return Momentum(0.05, 0.9, nesterov).minimize(loss); },
+                [&](auto& w, auto g, int) {
+                    for (std::size_t i = 0; i < w.size(); ++i) {
+                        v[i] = 0.9 * v[i] + g[i];
+                        w[i] -= 0.05 * (nesterov ? g[i] + 0.9 * v[i] : v[i]);
+                    }
+                });
+        }
+    }
+    SUBCASE("adam") {
+        std::vector<double> m(3, 0.0), u(3, 0.0);
+        run([](auto& loss) { return Adam(0.01, 0.9, 0.999, 1e-8).minimize(loss); },
+            [&](auto& w, auto g, int t) {
+                for (std::size_t i = 0; i < w.size(); ++i) {
+                    m[i] = 0.9 * m[i] + 0.1 * g[i];
+                    u[i] = 0.999 * u[i] + 0.001 * g[i] * g[i];
+                    const double mh = m[i] / (1 - std::pow(0.9, t)), uh = u[i] / (1 - std::pow(0.999, t));
+                    w[i] -= 0.01 * mh / (std::sqrt(uh) + 1e-8);
+                }
+            });
+    }
+}
+
+TEST_CASE("evaluating the loss never changes parameters; a step changes each exactly once") {
+    Program p;
+    auto x = p.input<double>("x", {-1, 3});
+    auto w = p.parameter<double>("w", {3, 2}, init::uniform(-1, 1, 5));
+    auto b = p.parameter<double>("b", {2}, init::constant(0.1));
+    auto y = matmul(x, w) + b;
+    // w is read by two ops (fan-out) and still updated once.
+    auto loss = mean(square(y)) + mean(square(w));
+    auto step = SGD(0.5).minimize(loss);
+    CHECK(step.ops.size() == 2);
+    Session<cpu> s(p);
+    xt::xarray<double> xv = {{1, 2, 3}, {-1, 0, 1}};
+    auto w0 = s.eval(w);
+    auto b0 = s.eval(b);
+    for (int i = 0; i < 3; ++i) s.eval(loss, {{x, xv}});
+    CHECK(s.eval(w) == w0);
+    CHECK(s.eval(b) == b0);
+    // One step = one SGD update with the gradients at w0.
+    auto grads = s.eval({TargetRef(step.param_grads[0].second), TargetRef(step.param_grads[1].second)}, {{x, xv}});
+    s.eval(step, {{x, xv}});
+    xt::xarray<double> gw = to_xarray<double>(grads[step.param_grads[0].first == "w" ? 0 : 1]);
+    CHECK(xt::allclose(s.eval(w), w0 - 0.5 * gw));
+}
+
+TEST_CASE("the learning rate is a variable a schedule can change") {
+    quadratic q({0.0});
+    auto step = SGD(1.0).minimize(q.loss);
+    Session<cpu> s(q.p);
+    xt::xarray<double> t = {1.0};
+    set_scalar(s, step.learning_rate, 0.0);  // before the first step: replaces the initial value
+    s.eval(step, {{q.t, t}});
+    CHECK(s.eval(q.w)(0) == 0.0);  // lr 0: no change
+    set_scalar(s, step.learning_rate, 0.25);
+    s.eval(step, {{q.t, t}});
+    CHECK(s.eval(q.w)(0) == doctest::Approx(0.5));  // w -= 0.25 * 2 * (0 - 1)
+    CHECK_THROWS_CONTAINING(set_scalar(s, "t", 1.0), graph_error, "'t' is not a persistable variable");
+}
+
+TEST_CASE("initializers: same seed, same values; scale follows the fans") {
+    Program p;
+    auto a = p.parameter<double>("a", {400, 100}, init::xavier_uniform(3));
+    auto b = p.parameter<double>("b", {400, 100}, init::kaiming_normal(3));
+    auto c = p.parameter<double>("c", {400, 100}, init::xavier_uniform(3));
+    Session<cpu> s(p), s2(p);
+    auto av = s.eval(a), bv = s.eval(b);
+    CHECK(av == s.eval(c));
+    CHECK(av == s2.eval(a));
+    const double limit = std::sqrt(6.0 / 500);
+    CHECK(xt::amax(xt::abs(av))() <= limit);
+    CHECK(xt::amax(xt::abs(av))() > 0.95 * limit);
+    const double sd = std::sqrt(xt::mean(bv * bv)());
+    CHECK(sd == doctest::Approx(std::sqrt(2.0 / 400)).epsilon(0.03));
+}
+
+TEST_CASE("a small classifier learns (softmax cross-entropy, Adam)") {
+    // Two Gaussian blobs in 2-D, linearly separable.
+    std::mt19937 rng(3);
+    std::normal_distribution<double> n(0, 0.5);
+    xt::xarray<double> xv = xt::zeros<double>({64, 2});
+    xt::xarray<std::int64_t> lv = xt::zeros<std::int64_t>({64, 1});
+    for (int i = 0; i < 64; ++i) {
+        const int cls = i % 2;
+        xv(i, 0) = (cls ? 1.5 : -1.5) + n(rng);
+        xv(i, 1) = (cls ? -1.0 : 1.0) + n(rng);
+        lv(i, 0) = cls;
+    }
+    Program p;
+    auto x = p.input<double>("x", {-1, 2});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto h = relu(matmul(x, p.parameter<double>("w1", {2, 8}, init::kaiming_uniform(1))) +
+                  p.parameter<double>("b1", {8}, init::constant(0)));
+    auto logits = matmul(h, p.parameter<double>("w2", {8, 2}, init::xavier_uniform(2)));
+    auto [prob, xent] = softmax_with_cross_entropy(logits, label);
+    auto loss = mean(xent);
+    auto step = Adam(0.05).minimize(loss);
+    Session<cpu> s(p);
+    const double first = s.eval(loss, {{x, xv}, {label, lv}})(0);
+    auto targets = step.with({loss});
+    double last = first;
+    for (int it = 0; it < 60; ++it) last = s.eval(targets, {{x, xv}, {label, lv}}).back().item<double>();
+    CHECK(last < 0.1 * first);
+}
