@@ -206,6 +206,39 @@ inline void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std
     else dot_gemm(M, N, K, A, lda, B, ldb, C, ldc, alpha, accumulate);
 }
 
+// ---- gradients of the matrix products ------------------------------------------------
+
+// The grad op of mul and matmul: X, Y, Out@GRAD -> X@GRAD, Y@GRAD (each
+// only when wanted). Out itself is not read, so the forward result need not
+// stay alive until the backward pass.
+inline std::vector<OpDesc> xy_grad_ops(const GradRequest& r, const char* type) {
+    const std::string dx = r.grad_name("X", 0), dy = r.grad_name("Y", 0);
+    if (dx.empty() && dy.empty()) return {};
+    OpDesc g;
+    g.type = type;
+    g.set_input("X", {r.fwd.input("X")->arguments.at(0)})
+        .set_input("Y", {r.fwd.input("Y")->arguments.at(0)})
+        .set_input("Out@GRAD", {r.out_grad("Out", 0)});
+    if (!dx.empty()) g.set_output("X@GRAD", {dx});
+    if (!dy.empty()) g.set_output("Y@GRAD", {dy});
+    g.attrs = r.fwd.attrs;
+    return {g};
+}
+
+// Checks that Out@GRAD (input `dout`) has the shape the forward op gave Out,
+// and sets X@GRAD / Y@GRAD (when present) to X's / Y's meta.
+inline void xy_grad_infer(const InferContext& c, int x, int y, int dout, const Shape& out) {
+    c.dtype_in(x, {DataType::FP32, DataType::FP64});
+    c.same_dtype({x, y, dout});
+    const Shape& ds = c.shape(dout);
+    bool ok = ds.rank() == out.rank();
+    for (int i = 0; ok && i < ds.rank(); ++i) ok = dims_agree(ds[i], out[i]);
+    if (!ok)
+        c.fail("dlgraph.shape.grad", "Out@GRAD is " + to_string(ds) + " but the forward Out is " + to_string(out));
+    if (c.out_count(0)) c.set(0, c.dtype(x), c.shape(x));
+    if (c.out_count(1)) c.set(1, c.dtype(y), c.shape(y));
+}
+
 // ---- mul ----------------------------------------------------------------------------
 
 struct mul_op {
@@ -257,6 +290,50 @@ inline OpDef mul_def() {
             &mul_op::infer};
     d.kernels[0] = cpu_kernels<mul_op, float, double>();
     d.doc = "Out = X * Y, each flattened to a matrix at its num_col_dims";
+    d.grad_maker = [](const GradRequest& r) { return xy_grad_ops(r, "mul_grad"); };
+    return d;
+}
+
+struct mul_grad_op {
+    enum { X = 0, Y = 1, DOut = 2 };
+    enum { DX = 0, DY = 1 };
+    enum { x_num_col_dims = 0, y_num_col_dims = 1 };
+
+    static void infer(const InferContext& c) {
+        const Shape& xs = c.shape(X);
+        const Shape& ys = c.shape(Y);
+        const std::int64_t xn = c.attr(x_num_col_dims).i, yn = c.attr(y_num_col_dims).i;
+        if (xn < 1 || xn >= xs.rank() || yn < 1 || yn >= ys.rank())
+            c.fail("dlgraph.shape.mul", "x_num_col_dims " + std::to_string(xn) + " / y_num_col_dims " +
+                                            std::to_string(yn) + " do not fit X " + to_string(xs) + " and Y " +
+                                            to_string(ys));
+        Shape out;
+        for (int i = 0; i < static_cast<int>(xn); ++i) out.push_back(xs[i]);
+        for (int i = static_cast<int>(yn); i < ys.rank(); ++i) out.push_back(ys[i]);
+        xy_grad_infer(c, X, Y, DOut, out);
+    }
+
+    // With X as an M x K matrix, Y as K x N and Out as M x N:
+    // X@GRAD = Out@GRAD * Y^T and Y@GRAD = X^T * Out@GRAD.
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        const T* dout = c.in(DOut).data<T>();
+        const int xi = static_cast<int>(c.attr(x_num_col_dims).i), yi = static_cast<int>(c.attr(y_num_col_dims).i);
+        const std::int64_t M = dim_product(x.shape(), 0, xi), K = dim_product(x.shape(), xi, x.rank());
+        const std::int64_t N = dim_product(y.shape(), yi, y.rank());
+        if (c.out_count(DX)) gemm<T>(false, true, M, K, N, T(1), dout, N, y.data<T>(), N, false, c.out(DX).data<T>(), K);
+        if (c.out_count(DY)) gemm<T>(true, false, K, N, M, T(1), x.data<T>(), K, dout, N, false, c.out(DY).data<T>(), N);
+    }
+};
+
+inline OpDef mul_grad_def() {
+    OpDef d{"mul_grad", {{"X"}, {"Y"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
+            {{"x_num_col_dims", Attribute::make_int("x_num_col_dims", 1)},
+             {"y_num_col_dims", Attribute::make_int("y_num_col_dims", 1)}},
+            &mul_grad_op::infer};
+    d.kernels[0] = cpu_kernels<mul_grad_op, float, double>();
+    d.doc = "X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD (flattened as mul flattens them)";
     return d;
 }
 
@@ -294,6 +371,31 @@ struct matmul_view {
     }
 };
 
+// Batch dims of both operands padded to Out's batch rank (rb): Out's dims,
+// and each operand's element stride per dim (0 where it is broadcast).
+struct matmul_batches {
+    int rb = 0;
+    std::int64_t nb = 1;  // number of batches (matrices of Out)
+    std::int64_t dims[max_rank] = {}, xst[max_rank] = {}, yst[max_rank] = {};
+
+    matmul_batches(const Shape& xs, const Shape& ys, std::int64_t x_mat, std::int64_t y_mat) {
+        const int xb = std::max(xs.rank() - 2, 0), yb = std::max(ys.rank() - 2, 0);
+        rb = std::max(xb, yb);
+        std::int64_t sx = x_mat, sy = y_mat;
+        for (int i = rb - 1; i >= 0; --i) {
+            const int ix = i - (rb - xb), iy = i - (rb - yb);
+            const std::int64_t a = ix >= 0 ? xs[ix] : 1, b = iy >= 0 ? ys[iy] : 1;
+            dims[i] = std::max(a, b);
+            if (a == 0 || b == 0) dims[i] = 0;
+            xst[i] = a == 1 ? 0 : sx;
+            yst[i] = b == 1 ? 0 : sy;
+            sx *= a;
+            sy *= b;
+            nb *= dims[i];
+        }
+    }
+};
+
 struct matmul_op {
     enum { X = 0, Y = 1 };
     enum { transpose_X = 0, transpose_Y = 1, alpha = 2 };
@@ -301,9 +403,14 @@ struct matmul_op {
     static void infer(const InferContext& c) {
         c.dtype_in(X, {DataType::FP32, DataType::FP64});
         c.same_dtype({X, Y});
-        const Shape& xs = c.shape(X);
-        const Shape& ys = c.shape(Y);
-        const bool tx = c.attr(transpose_X).b, ty = c.attr(transpose_Y).b;
+        c.set(0, c.dtype(X), out_shape(c, X, Y, c.attr(transpose_X).b, c.attr(transpose_Y).b));
+    }
+
+    // Out's shape for inputs `x`, `y` of an inference context (shared with
+    // matmul_grad, which checks Out@GRAD against it).
+    static Shape out_shape(const InferContext& c, int x, int y, bool tx, bool ty) {
+        const Shape& xs = c.shape(x);
+        const Shape& ys = c.shape(y);
         auto both = [&] {
             return "X is " + to_string(xs) + (tx ? " (transpose_X)" : "") + " but Y is " + to_string(ys) +
                    (ty ? " (transpose_Y)" : "");
@@ -337,7 +444,7 @@ struct matmul_op {
         if (xs.rank() > 1) out.push_back(v.m);
         if (ys.rank() > 1) out.push_back(v.n);
         if (out.empty()) out.push_back(1);
-        c.set(0, c.dtype(X), out);
+        return out;
     }
 
     template <class T> static void compute(cpu, const KernelContext& c) {
@@ -352,26 +459,12 @@ struct matmul_op {
         const std::int64_t ldb = ys.rank() == 1 ? 1 : ys[ys.rank() - 1];
         const std::int64_t x_mat = v.m * v.k, y_mat = v.k * v.n, o_mat = v.m * v.n;
 
-        // Batch dims of both operands padded to Out's batch rank; a
-        // broadcast dim gets stride 0.
-        const int xb = std::max(xs.rank() - 2, 0), yb = std::max(ys.rank() - 2, 0);
-        const int rb = std::max(xb, yb);
-        std::int64_t dims[max_rank], xst[max_rank], yst[max_rank];
-        std::int64_t nb = 1;
-        {
-            std::int64_t sx = x_mat, sy = y_mat;
-            for (int i = rb - 1; i >= 0; --i) {
-                const int ix = i - (rb - xb), iy = i - (rb - yb);
-                const std::int64_t a = ix >= 0 ? xs[ix] : 1, b = iy >= 0 ? ys[iy] : 1;
-                dims[i] = std::max(a, b);
-                if (a == 0 || b == 0) dims[i] = 0;
-                xst[i] = a == 1 ? 0 : sx;
-                yst[i] = b == 1 ? 0 : sy;
-                sx *= a;
-                sy *= b;
-                nb *= dims[i];
-            }
-        }
+        const matmul_batches bt(xs, ys, x_mat, y_mat);
+        const int rb = bt.rb;
+        const std::int64_t nb = bt.nb;
+        const std::int64_t* dims = bt.dims;
+        const std::int64_t* xst = bt.xst;
+        const std::int64_t* yst = bt.yst;
         const T* xp = x.data<T>();
         const T* yp = y.data<T>();
         T* op = out.data<T>();
@@ -409,6 +502,96 @@ inline OpDef matmul_def() {
             &matmul_op::infer};
     d.kernels[0] = cpu_kernels<matmul_op, float, double>();
     d.doc = "Out = alpha * op(X) * op(Y), batched with broadcasting";
+    d.grad_maker = [](const GradRequest& r) { return xy_grad_ops(r, "matmul_grad"); };
+    return d;
+}
+
+// With dO = Out@GRAD of one batch (M x N), op(X) M x K and op(Y) K x N:
+//   d op(X) = alpha * dO * op(Y)^T,  d op(Y) = alpha * op(X)^T * dO,
+// and a transposed operand's gradient is the transpose of that, which gemm
+// produces directly by swapping the factors:
+//   X@GRAD = alpha * dO * op(Y)^T      (K x M stored: alpha * op(Y) * dO^T)
+//   Y@GRAD = alpha * op(X)^T * dO      (N x K stored: alpha * dO^T * op(X))
+// A rank-1 operand is a row (X) or column (Y) whose gradient has the same
+// elements. An operand broadcast over batch dims receives the sum over those
+// batches: the first batch that reaches its block writes, the rest add
+// (gemm's accumulate), so no scratch memory is needed.
+struct matmul_grad_op {
+    enum { X = 0, Y = 1, DOut = 2 };
+    enum { DX = 0, DY = 1 };
+    enum { transpose_X = 0, transpose_Y = 1, alpha = 2 };
+
+    static void infer(const InferContext& c) {
+        const bool tx = c.attr(transpose_X).b, ty = c.attr(transpose_Y).b;
+        xy_grad_infer(c, X, Y, DOut, matmul_op::out_shape(c, X, Y, tx, ty));
+    }
+
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        const Shape& xs = x.shape();
+        const Shape& ys = y.shape();
+        T* dx = c.out_count(DX) ? c.out(DX).data<T>() : nullptr;
+        T* dy = c.out_count(DY) ? c.out(DY).data<T>() : nullptr;
+        const matmul_view v(xs, ys, c.attr(transpose_X).b, c.attr(transpose_Y).b);
+        const T al = static_cast<T>(c.attr(alpha).f);
+        const std::int64_t M = v.m, N = v.n, K = v.k;
+        const std::int64_t ldx = xs.rank() == 1 ? K : xs[xs.rank() - 1];
+        const std::int64_t ldy = ys.rank() == 1 ? 1 : ys[ys.rank() - 1];
+        const std::int64_t o_mat = M * N;
+        const matmul_batches bt(xs, ys, M * K, K * N);
+        const T* xp = x.data<T>();
+        const T* yp = y.data<T>();
+        const T* dop = c.in(DOut).data<T>();
+        if (bt.nb == 0) {  // no batch reaches the operands: their gradients are zero
+            if (dx) std::fill(dx, dx + x.numel(), T(0));
+            if (dy) std::fill(dy, dy + y.numel(), T(0));
+            return;
+        }
+
+        // Y shared by every batch and X's batches all distinct and contiguous
+        // (X is a tall (nb*M) x K matrix): one GEMM per gradient.
+        bool y_shared = true, x_full = true;
+        for (int i = 0; i < bt.rb; ++i) {
+            y_shared = y_shared && bt.yst[i] == 0;
+            x_full = x_full && (bt.xst[i] != 0 || bt.dims[i] == 1);
+        }
+        if (!v.ta && y_shared && x_full) {
+            const std::int64_t MB = bt.nb * M;
+            if (dx) gemm<T>(false, !v.tb, MB, K, N, al, dop, N, yp, ldy, false, dx, K);
+            if (dy && !v.tb) gemm<T>(true, false, K, N, MB, al, xp, ldx, dop, N, false, dy, N);
+            if (dy && v.tb) gemm<T>(true, false, N, K, MB, al, dop, N, xp, ldx, false, dy, K);
+            return;
+        }
+
+        std::int64_t idx[max_rank] = {};
+        for (std::int64_t b = 0; b < bt.nb; ++b) {
+            std::int64_t ox = 0, oy = 0;
+            bool acc_x = false, acc_y = false;  // this operand's block was written by an earlier batch
+            for (int i = 0; i < bt.rb; ++i) {
+                ox += idx[i] * bt.xst[i];
+                oy += idx[i] * bt.yst[i];
+                acc_x = acc_x || (idx[i] != 0 && bt.xst[i] == 0);
+                acc_y = acc_y || (idx[i] != 0 && bt.yst[i] == 0);
+            }
+            const T* d = dop + b * o_mat;
+            if (dx && !v.ta) gemm<T>(false, !v.tb, M, K, N, al, d, N, yp + oy, ldy, acc_x, dx + ox, K);
+            if (dx && v.ta) gemm<T>(v.tb, true, K, M, N, al, yp + oy, ldy, d, N, acc_x, dx + ox, M);
+            if (dy && !v.tb) gemm<T>(!v.ta, false, K, N, M, al, xp + ox, ldx, d, N, acc_y, dy + oy, N);
+            if (dy && v.tb) gemm<T>(true, v.ta, N, K, M, al, d, N, xp + ox, ldx, acc_y, dy + oy, K);
+            next_index(idx, bt.dims, bt.rb);
+        }
+    }
+};
+
+inline OpDef matmul_grad_def() {
+    OpDef d{"matmul_grad", {{"X"}, {"Y"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
+            {{"transpose_X", Attribute::make_bool("transpose_X", false)},
+             {"transpose_Y", Attribute::make_bool("transpose_Y", false)},
+             {"alpha", Attribute::make_float("alpha", 1.0)}},
+            &matmul_grad_op::infer};
+    d.kernels[0] = cpu_kernels<matmul_grad_op, float, double>();
+    d.doc = "X@GRAD, Y@GRAD of matmul (broadcast batch dims summed)";
     return d;
 }
 

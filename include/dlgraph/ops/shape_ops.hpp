@@ -87,6 +87,46 @@ inline OpDef reshape_def() {
     OpDef d{"reshape", {{"X"}}, {{"Out"}}, {{"shape", Attribute::make_ints("shape", {}), true}}, &reshape_op::infer};
     d.kernels[0] = cpu_kernels<reshape_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X with a new shape (0 copies a dim, one -1 is inferred)";
+    // reshape_grad reads X only for its shape (Out@GRAD has the elements).
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "reshape_grad";
+        g.set_input("X", r.fwd.input("X")->arguments)
+            .set_input("Out@GRAD", {r.out_grad("Out", 0)})
+            .set_output("X@GRAD", {dx});
+        return {g};
+    };
+    return d;
+}
+
+// Kernel tables of the ops that only move elements (any stored dtype).
+template <class Op> KernelTable copy_kernels() {
+    return cpu_kernels<Op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+}
+
+// X, Out@GRAD -> X@GRAD: Out@GRAD's elements with X's shape.
+struct reshape_grad_op {
+    enum { X = 0, DOut = 1 };
+    static void infer(const InferContext& c) {
+        if (c.dtype(X) != c.dtype(DOut))
+            c.fail_type("X is " + to_string(c.dtype(X)) + " but Out@GRAD is " + to_string(c.dtype(DOut)));
+        const std::int64_t nx = c.shape(X).numel(), nd = c.shape(DOut).numel();
+        if (nx >= 0 && nd >= 0 && nx != nd)
+            c.fail("dlgraph.shape.grad", "X is " + to_string(c.shape(X)) + " but Out@GRAD is " +
+                                             to_string(c.shape(DOut)) + ": element counts differ");
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        copy_elements(c.in(DOut).data<T>(), c.in(DOut).numel(), c.out(0).data<T>());
+    }
+};
+
+inline OpDef reshape_grad_def() {
+    OpDef d{"reshape_grad", {{"X"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &reshape_grad_op::infer};
+    d.kernels[0] = copy_kernels<reshape_grad_op>();
+    d.doc = "X@GRAD = Out@GRAD with X's shape";
     return d;
 }
 
@@ -219,6 +259,20 @@ inline OpDef transpose_def() {
     OpDef d{"transpose", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_ints("axis", {}), true}}, &transpose_op::infer};
     d.kernels[0] = cpu_kernels<transpose_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X with dims permuted: Out dim i is X dim axis[i]";
+    // The gradient is Out@GRAD transposed back: by the inverse permutation.
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        const Attribute* a = r.fwd.attr("axis");
+        const std::vector<std::int64_t> perm = a ? a->ints : std::vector<std::int64_t>{};
+        std::vector<std::int64_t> inv(perm.size());
+        for (std::size_t i = 0; i < perm.size(); ++i) inv.at(static_cast<std::size_t>(perm[i])) = static_cast<std::int64_t>(i);
+        OpDesc g;
+        g.type = "transpose";
+        g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
+        g.set_attr(Attribute::make_ints("axis", inv));
+        return {g};
+    };
     return d;
 }
 
@@ -275,6 +329,78 @@ inline OpDef concat_def() {
     OpDef d{"concat", {{"X", true}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", 0)}}, &concat_op::infer};
     d.kernels[0] = cpu_kernels<concat_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = the X joined along axis";
+    // concat_grad writes a gradient for every X; autodiff names those not
+    // wanted (they are computed and never read).
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const OpSlot* xs = r.fwd.input("X");
+        std::vector<std::string> names;
+        bool any = false;
+        for (std::size_t k = 0; k < xs->arguments.size(); ++k) {
+            names.push_back(r.grad_name("X", k));
+            any = any || !names.back().empty();
+        }
+        if (!any) return {};
+        OpDesc g;
+        g.type = "concat_grad";
+        g.set_input("X", xs->arguments).set_input("Out@GRAD", {r.out_grad("Out", 0)}).set_output("X@GRAD", names);
+        g.attrs = r.fwd.attrs;
+        return {g};
+    };
+    return d;
+}
+
+// X (several), Out@GRAD -> X@GRAD (one per X): Out@GRAD cut along axis into
+// pieces shaped like the X.
+struct concat_grad_op {
+    enum { X = 0, DOut = 1 };
+    enum { axis = 0 };
+    static void infer(const InferContext& c) {
+        const int n = c.in_count(X);
+        if (c.out_count(0) != n)
+            c.fail("dlgraph.shape.grad", std::to_string(n) + " X but " + std::to_string(c.out_count(0)) + " X@GRAD");
+        const Shape& ds = c.shape(DOut);
+        const int a = infer_axis(c, c.attr(axis).i, ds, "Out@GRAD");
+        std::int64_t total = 0;
+        for (int k = 0; k < n; ++k) {
+            const Shape& s = c.shape(X, k);
+            if (c.dtype(X, k) != c.dtype(DOut))
+                c.fail_type("X[" + std::to_string(k) + "] is " + to_string(c.dtype(X, k)) + " but Out@GRAD is " +
+                            to_string(c.dtype(DOut)));
+            bool ok = s.rank() == ds.rank();
+            for (int i = 0; ok && i < s.rank(); ++i) ok = i == a || dims_agree(s[i], ds[i]);
+            if (!ok)
+                c.fail("dlgraph.shape.grad", "X[" + std::to_string(k) + "] is " + to_string(s) + " but Out@GRAD is " +
+                                                 to_string(ds) + " (axis " + std::to_string(a) + ")");
+            total = total < 0 || s[a] < 0 ? -1 : total + s[a];
+            c.set(0, k, c.dtype(X, k), s);
+        }
+        if (total >= 0 && ds[a] >= 0 && total != ds[a])
+            c.fail("dlgraph.shape.grad", "the X add up to " + std::to_string(total) + " along axis " +
+                                             std::to_string(a) + " but Out@GRAD has " + std::to_string(ds[a]));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& dout = c.in(DOut);
+        const Shape& ds = dout.shape();
+        const int a = static_cast<int>(c.attr(axis).i < 0 ? c.attr(axis).i + ds.rank() : c.attr(axis).i);
+        const std::int64_t outer = dim_product(ds, 0, a), inner = dim_product(ds, a + 1, ds.rank());
+        const T* src = dout.data<T>();
+        const int n = c.out_count(0);
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (int k = 0; k < n; ++k) {
+                Tensor& dx = c.out(0, k);
+                const std::int64_t chunk = dx.shape()[a] * inner;
+                copy_elements(src, chunk, dx.data<T>() + o * chunk);
+                src += chunk;
+            }
+    }
+};
+
+inline OpDef concat_grad_def() {
+    OpDef d{"concat_grad", {{"X", true}, {"Out@GRAD"}}, {{"X@GRAD", true}}, {{"axis", Attribute::make_int("axis", 0)}},
+            &concat_grad_op::infer};
+    d.kernels[0] = copy_kernels<concat_grad_op>();
+    d.kernel_slot = 1;
+    d.doc = "X@GRAD = Out@GRAD cut along axis into pieces shaped like the X";
     return d;
 }
 
@@ -359,6 +485,20 @@ inline OpDef split_def() {
             &split_op::infer};
     d.kernels[0] = cpu_kernels<split_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X cut along axis into num equal parts or parts of the given sections";
+    // The gradient joins the parts' gradients back (zeros for parts that do
+    // not reach the loss).
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        std::vector<std::string> parts;
+        for (std::size_t k = 0; k < r.fwd.output("Out")->arguments.size(); ++k) parts.push_back(r.out_grad("Out", k));
+        const Attribute* a = r.fwd.attr("axis");
+        OpDesc g;
+        g.type = "concat";
+        g.set_input("X", parts).set_output("Out", {dx});
+        g.set_attr(Attribute::make_int("axis", a ? a->i : 0));
+        return {g};
+    };
     return d;
 }
 
@@ -400,6 +540,23 @@ inline OpDef cast_def() {
             &cast_op::infer};
     d.kernels[0] = cpu_kernels<cast_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = X converted to out_dtype";
+    // Between FP32 and FP64 the gradient is cast back; nothing flows to or
+    // from an integer (or FP16) side.
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const Attribute* in = r.fwd.attr("in_dtype");
+        const Attribute* out = r.fwd.attr("out_dtype");
+        auto is_float = [](const Attribute* a) {
+            return a && (a->i == static_cast<int>(DataType::FP32) || a->i == static_cast<int>(DataType::FP64));
+        };
+        if (!is_float(in) || !is_float(out)) return {};
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "cast";
+        g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
+        g.set_attr(Attribute::make_int("in_dtype", out->i)).set_attr(Attribute::make_int("out_dtype", in->i));
+        return {g};
+    };
     return d;
 }
 
@@ -449,6 +606,22 @@ inline OpDef sum_def() {
     OpDef d{"sum", {{"X", true}}, {{"Out"}}, {}, &sum_op::infer};
     d.kernels[0] = cpu_kernels<sum_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Out = the sum of all X (same shape and dtype)";
+    // Each input's gradient is Out@GRAD itself: one assign per wanted input.
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        std::vector<OpDesc> ops;
+        const std::size_t n = r.fwd.input("X")->arguments.size();
+        std::string dout;
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::string dx = r.grad_name("X", k);
+            if (dx.empty()) continue;
+            if (dout.empty()) dout = r.out_grad("Out", 0);
+            OpDesc g;
+            g.type = "assign";
+            g.set_input("X", {dout}).set_output("Out", {dx});
+            ops.push_back(std::move(g));
+        }
+        return ops;
+    };
     return d;
 }
 

@@ -107,6 +107,85 @@ inline OpDef softmax_def() {
     OpDef d{"softmax", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &softmax_op::infer};
     d.kernels[0] = cpu_kernels<softmax_op, float, double>();
     d.doc = "Out = exp(X) / sum(exp(X)) along axis";
+    d.grad_spec = {"softmax_grad", {}, {"Out"}, {"X"}};
+    return d;
+}
+
+// dX = Out * (dOut - sum(dOut * Out)) along the axis, for a contiguous row.
+template <class T> inline void softmax_grad_row(const T* y, const T* dy, T* dx, std::int64_t n) {
+    T dot = 0;
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = xsimd::batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        B acc(T(0));
+        for (; i + W <= n; i += W) acc = xsimd::fma(B::load_unaligned(y + i), B::load_unaligned(dy + i), acc);
+        dot = xsimd::hadd(acc);
+    }
+    for (; i < n; ++i) dot += y[i] * dy[i];
+    binary_loop(n, y, 1, dy, 1, dx, [dot](auto a, auto b) { return a * (b - decltype(a)(dot)); });
+}
+
+// The same over the middle dim of a [d, inner] block, vectorised across inner.
+template <class T> inline void softmax_grad_strided(const T* y, const T* dy, T* dx, std::int64_t d, std::int64_t inner) {
+    auto column = [&](auto zero, std::int64_t j) {
+        using V = decltype(zero);
+        auto ld = [](const T* p) {
+            if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
+        };
+        V dot = zero;
+        for (std::int64_t k = 0; k < d; ++k) dot = dot + ld(y + k * inner + j) * ld(dy + k * inner + j);
+        for (std::int64_t k = 0; k < d; ++k) {
+            const V r = ld(y + k * inner + j) * (ld(dy + k * inner + j) - dot);
+            if constexpr (is_batch<V>) r.store_unaligned(dx + k * inner + j); else dx[k * inner + j] = r;
+        }
+    };
+    std::int64_t j = 0;
+    if constexpr (simd_type<T>) {
+        using B = xsimd::batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        for (; j + W <= inner; j += W) column(B(T(0)), j);
+    }
+    for (; j < inner; ++j) column(T(0), j);
+}
+
+// Out, Out@GRAD -> X@GRAD.
+struct softmax_grad_op {
+    enum { Out = 0, DOut = 1 };
+    enum { axis = 0 };
+    static void infer(const InferContext& c) {
+        c.dtype_in(Out, {DataType::FP32, DataType::FP64});
+        c.same_dtype({Out, DOut});
+        infer_axis(c, c.attr(axis).i, c.shape(Out), "Out");
+        const Shape& ys = c.shape(Out);
+        const Shape& ds = c.shape(DOut);
+        bool ok = ys.rank() == ds.rank();
+        for (int i = 0; ok && i < ys.rank(); ++i) ok = dims_agree(ys[i], ds[i]);
+        if (!ok) c.fail("dlgraph.shape.grad", "Out is " + to_string(ys) + " but Out@GRAD is " + to_string(ds));
+        c.set(0, c.dtype(Out), ys);
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& out = c.in(Out);
+        if (out.numel() == 0) return;
+        const Shape& s = out.shape();
+        const int a = static_cast<int>(c.attr(axis).i < 0 ? c.attr(axis).i + s.rank() : c.attr(axis).i);
+        const std::int64_t outer = dim_product(s, 0, a), d = s[a], inner = dim_product(s, a + 1, s.rank());
+        const T* yp = out.data<T>();
+        const T* dyp = c.in(DOut).data<T>();
+        T* dxp = c.out(0).data<T>();
+        for (std::int64_t o = 0; o < outer; ++o) {
+            const std::int64_t off = o * d * inner;
+            if (inner == 1) softmax_grad_row(yp + off, dyp + off, dxp + off, d);
+            else softmax_grad_strided(yp + off, dyp + off, dxp + off, d, inner);
+        }
+    }
+};
+
+inline OpDef softmax_grad_def() {
+    OpDef d{"softmax_grad", {{"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {{"axis", Attribute::make_int("axis", -1)}},
+            &softmax_grad_op::infer};
+    d.kernels[0] = cpu_kernels<softmax_grad_op, float, double>();
+    d.doc = "X@GRAD = Out * (Out@GRAD - sum(Out@GRAD * Out)) along axis";
     return d;
 }
 
@@ -183,6 +262,72 @@ inline OpDef cross_entropy_def() {
             &cross_entropy_op::infer};
     d.kernels[0] = cpu_kernels<cross_entropy_op, float, double>();
     d.doc = "Y = -log(X[label]) per row (soft: -sum(label * log(X)))";
+    d.no_grad_inputs = {"Label"};
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "cross_entropy_grad";
+        g.set_input("X", r.fwd.input("X")->arguments)
+            .set_input("Label", r.fwd.input("Label")->arguments)
+            .set_input("Y@GRAD", {r.out_grad("Y", 0)})
+            .set_output("X@GRAD", {dx});
+        g.attrs = r.fwd.attrs;
+        return {g};
+    };
+    return d;
+}
+
+// The shape Out@GRAD-like input `dslot` must have: X's with a last dim of 1.
+inline void loss_grad_check(const InferContext& c, int x, int dslot, const std::string& dname) {
+    Shape want = c.shape(x);
+    want[want.rank() - 1] = 1;
+    const Shape& ds = c.shape(dslot);
+    bool ok = ds.rank() == want.rank();
+    for (int i = 0; ok && i < ds.rank(); ++i) ok = dims_agree(ds[i], want[i]);
+    if (!ok)
+        c.fail("dlgraph.shape.grad", dname + " is " + to_string(ds) + " but the loss is " + to_string(want));
+}
+
+// X, Label, Y@GRAD -> X@GRAD: -dY / X at the label (hard), -dY * label / X (soft).
+struct cross_entropy_grad_op {
+    enum { X = 0, Label = 1, DY = 2 };
+    enum { soft_label = 0 };
+    static void infer(const InferContext& c) {
+        loss_infer(c, X, Label, c.attr(soft_label).b);
+        c.same_dtype({X, DY});
+        loss_grad_check(c, X, DY, "Y@GRAD");
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Shape& s = x.shape();
+        const std::int64_t d = s[s.rank() - 1], rows = dim_product(s, 0, s.rank() - 1);
+        const T* xp = x.data<T>();
+        const T* dy = c.in(DY).data<T>();
+        T* dx = c.out(0).data<T>();
+        if (c.attr(soft_label).b) {
+            const T* lp = c.in(Label).data<T>();
+            for (std::int64_t r = 0; r < rows; ++r) {
+                const T g = -dy[r];
+                for (std::int64_t k = 0; k < d; ++k) dx[r * d + k] = g * lp[r * d + k] / xp[r * d + k];
+            }
+            return;
+        }
+        const std::int64_t* lp = c.in(Label).data<std::int64_t>();
+        for (std::int64_t r = 0; r < rows; ++r) {
+            if (lp[r] < 0 || lp[r] >= d) bad_label("cross_entropy_grad", lp[r], r, d);
+            std::fill(dx + r * d, dx + (r + 1) * d, T(0));
+            dx[r * d + lp[r]] = -dy[r] / xp[r * d + lp[r]];
+        }
+    }
+};
+
+inline OpDef cross_entropy_grad_def() {
+    OpDef d{"cross_entropy_grad", {{"X"}, {"Label"}, {"Y@GRAD"}}, {{"X@GRAD"}},
+            {{"soft_label", Attribute::make_bool("soft_label", false)}}, &cross_entropy_grad_op::infer};
+    d.kernels[0] = cpu_kernels<cross_entropy_grad_op, float, double>();
+    d.doc = "X@GRAD = -Y@GRAD / X at the label (soft: -Y@GRAD * Label / X)";
     return d;
 }
 
@@ -235,6 +380,71 @@ inline OpDef softmax_with_cross_entropy_def() {
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_op::infer};
     d.kernels[0] = cpu_kernels<softmax_with_cross_entropy_op, float, double>();
     d.doc = "Softmax = softmax(Logits); Loss = cross entropy of Softmax and Label, computed stably";
+    // As in Paddle, only Loss is differentiated: the gradient reads the saved
+    // Softmax, never the logits, and a gradient reaching the Softmax output
+    // from other ops is not propagated to Logits.
+    d.no_grad_inputs = {"Label"};
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("Logits", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "softmax_with_cross_entropy_grad";
+        g.set_input("Label", r.fwd.input("Label")->arguments)
+            .set_input("Softmax", r.fwd.output("Softmax")->arguments)
+            .set_input("Loss@GRAD", {r.out_grad("Loss", 0)})
+            .set_output("Logits@GRAD", {dx});
+        g.attrs = r.fwd.attrs;
+        return {g};
+    };
+    return d;
+}
+
+// Label, Softmax, Loss@GRAD -> Logits@GRAD = (Softmax - onehot(Label)) * dLoss
+// (soft labels: (Softmax * sum(Label) - Label) * dLoss, which is
+// (Softmax - Label) * dLoss for labels that sum to 1 per row).
+struct softmax_with_cross_entropy_grad_op {
+    enum { Label = 0, Softmax = 1, DLoss = 2 };
+    enum { soft_label = 0 };
+    static void infer(const InferContext& c) {
+        loss_infer(c, Softmax, Label, c.attr(soft_label).b);
+        c.same_dtype({Softmax, DLoss});
+        loss_grad_check(c, Softmax, DLoss, "Loss@GRAD");
+        c.set(0, c.dtype(Softmax), c.shape(Softmax));
+    }
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& sm = c.in(Softmax);
+        const Shape& s = sm.shape();
+        const std::int64_t d = s[s.rank() - 1], rows = dim_product(s, 0, s.rank() - 1);
+        const T* p = sm.data<T>();
+        const T* dl = c.in(DLoss).data<T>();
+        T* dx = c.out(0).data<T>();
+        if (c.attr(soft_label).b) {
+            const T* lp = c.in(Label).data<T>();
+            for (std::int64_t r = 0; r < rows; ++r) {
+                const T* lr = lp + r * d;
+                T lsum = 0;
+                for (std::int64_t k = 0; k < d; ++k) lsum += lr[k];
+                const T g = dl[r];
+                for (std::int64_t k = 0; k < d; ++k) dx[r * d + k] = (p[r * d + k] * lsum - lr[k]) * g;
+            }
+            return;
+        }
+        const std::int64_t* lp = c.in(Label).data<std::int64_t>();
+        for (std::int64_t r = 0; r < rows; ++r) {
+            if (lp[r] < 0 || lp[r] >= d) bad_label("softmax_with_cross_entropy_grad", lp[r], r, d);
+            const T g = dl[r];
+            binary_loop(d, p + r * d, 1, &g, 0, dx + r * d, mul_fn{});
+            dx[r * d + lp[r]] -= g;
+        }
+    }
+};
+
+inline OpDef softmax_with_cross_entropy_grad_def() {
+    OpDef d{"softmax_with_cross_entropy_grad", {{"Label"}, {"Softmax"}, {"Loss@GRAD"}}, {{"Logits@GRAD"}},
+            {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_grad_op::infer};
+    d.kernels[0] = cpu_kernels<softmax_with_cross_entropy_grad_op, float, double>();
+    d.kernel_slot = 1;  // Softmax: Label may be INT64
+    d.doc = "Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (soft: Softmax * sum(Label) - Label)";
     return d;
 }
 
