@@ -406,6 +406,31 @@ std::pair<Var<T>, Var<T>> softmax_with_cross_entropy(const Var<T>& logits, const
     return {Var<T>(st, names[0][0], idx), Var<T>(st, names[1][0], idx)};
 }
 
+// ---- evaluation ----------------------------------------------------------------------------
+
+// The k largest values of each row (last axis), largest first, and their
+// indices (ties: the lower index first). Returns {values, indices}.
+template <element_type T> std::pair<Var<T>, Var<std::int64_t>> top_k(const Var<T>& x, int k) {
+    auto st = detail::state_of(x);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    int idx = p.append("top_k", {{"X", {x.name()}}}, {{"Out", 1}, {"Indices", 1}}, {Attribute::make_int("k", k)}, &names);
+    return {Var<T>(st, names[0][0], idx), Var<std::int64_t>(st, names[1][0], idx)};
+}
+// The share of rows whose label ([N, 1]) is among their top-k indices
+// ([N, k]), from top_k's outputs; FP32 [1]. The op also writes the counts
+// (Correct and Total, INT32 [1]).
+template <element_type T>
+Var<float> accuracy(const Var<T>& topk_values, const Var<std::int64_t>& topk_indices, const Var<std::int64_t>& label) {
+    auto st = detail::same_program("accuracy", topk_values, topk_indices, label);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    int idx = p.append("accuracy",
+                       {{"Out", {topk_values.name()}}, {"Indices", {topk_indices.name()}}, {"Label", {label.name()}}},
+                       {{"Accuracy", 1}, {"Correct", 1}, {"Total", 1}}, {}, &names);
+    return Var<float>(st, names[0][0], idx);
+}
+
 // ---- reductions ----------------------------------------------------------------------------
 
 template <element_type T> Var<T> mean(const Var<T>& x) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dlgraph/ops/elementwise.hpp"
+#include "dlgraph/ops/eval_ops.hpp"
 #include "dlgraph/ops/feed_fetch.hpp"
 #include "dlgraph/ops/fill.hpp"
 #include "dlgraph/ops/optimizers.hpp"
@@ -24,6 +25,7 @@
     X(reduce_max) X(reshape) X(transpose) X(concat) X(split) X(cast) X(sum) X(feed) X(fetch) \
     X(mul_grad) X(matmul_grad) X(softmax_grad) X(cross_entropy_grad) X(softmax_with_cross_entropy_grad)        \
     X(reshape_grad) X(concat_grad)                                                                              \
+    X(top_k) X(accuracy)                                                                                        \
     X(relu_grad) X(sigmoid_grad) X(tanh_grad) X(exp_grad) X(log_grad) X(sqrt_grad) X(abs_grad) X(square_grad) \
     X(elementwise_add_grad) X(elementwise_sub_grad) X(elementwise_mul_grad) X(elementwise_div_grad)             \
     X(elementwise_max_grad) X(elementwise_min_grad) X(elementwise_pow_grad) X(mean_grad) X(reduce_sum_grad)    \
