@@ -11,6 +11,7 @@
 #include "dlgraph/ops/eval_ops.hpp"
 #include "dlgraph/ops/feed_fetch.hpp"
 #include "dlgraph/ops/fill.hpp"
+#include "dlgraph/ops/io_ops.hpp"
 #include "dlgraph/ops/optimizers.hpp"
 #include "dlgraph/ops/matmul.hpp"
 #include "dlgraph/ops/reduce.hpp"
@@ -21,6 +22,7 @@
     X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)             \
     X(elementwise_min) X(elementwise_pow) X(relu) X(sigmoid) X(tanh) X(exp) X(log) X(sqrt) X(abs)              \
     X(square) X(scale) X(assign) X(fill_constant) X(uniform_random) X(gaussian_random) X(fill_any_like) X(mul) X(matmul)        \
+    X(save) X(load) X(save_combine) X(load_combine)                                                                             \
     X(softmax) X(cross_entropy) X(softmax_with_cross_entropy) X(mean) X(reduce_sum) X(reduce_mean)             \
     X(reduce_max) X(reshape) X(transpose) X(concat) X(split) X(cast) X(sum) X(feed) X(fetch) \
     X(mul_grad) X(matmul_grad) X(softmax_grad) X(cross_entropy_grad) X(softmax_with_cross_entropy_grad)        \
