@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages dlgraph needs; does nothing when all are
-# present. Runs as root or through sudo.
+# present. Runs as root or through sudo. `--with-data` adds the Fashion-MNIST
+# data set (dataset-fashion-mnist) that the main example trains on.
 set -euo pipefail
 pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
-      libbenchmark-dev zlib1g-dev ${DLGRAPH_EXTRA_PACKAGES:-})
+      libbenchmark-dev zlib1g-dev)
+if [ "${1:-}" = "--with-data" ]; then pkgs+=(dataset-fashion-mnist); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

