@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dlgraph/builder.hpp"
+#include "dlgraph/checkpoint.hpp"
 #include "dlgraph/dot.hpp"
 #include "dlgraph/json.hpp"
 #include "dlgraph/npy.hpp"

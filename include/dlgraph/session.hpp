@@ -154,6 +154,31 @@ public:
     const ProgramDesc& program() const { return program_->desc; }
     std::size_t cached_plans() const { return plans_.size(); }
 
+    // Gives every persistable tensor variable of block 0 that has no value
+    // yet its value, by running its initializer op (as a first read would);
+    // save_checkpoint calls this so that every parameter can be written.
+    // Throws value_error for one that no op initializes.
+    void initialize_persistables() {
+        std::lock_guard lock(mu_);
+        check_open();
+        const BlockDesc& blk = program_->desc.blocks[0];
+        std::vector<TargetRef> inits;
+        for (auto& vd : blk.vars) {
+            if (!vd.persistable || vd.type != VarType::LOD_TENSOR) continue;
+            if (const Variable* v = root_->find_local(vd.name); v && v->initialized()) continue;
+            const int op = initializer_of(blk, vd.name);
+            if (op < 0)
+                throw value_error("dlgraph.value.unset", "persistable variable '" + vd.name +
+                                                             "' has no value: no op initializes it and it was "
+                                                             "neither fed nor loaded");
+            TargetRef t = TargetRef::op_only(op);
+            if (std::find(inits.begin(), inits.end(), t) == inits.end()) inits.push_back(t);
+        }
+        if (inits.empty()) return;
+        std::vector<Tensor> none;
+        run(find_or_make(inits, {}), {}, none);
+    }
+
     // Releases the scope and all plans; any later call throws.
     void close() {
         std::lock_guard lock(mu_);

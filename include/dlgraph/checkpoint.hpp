@@ -1,0 +1,286 @@
+// Checkpoints: a session's program and the values of its persistable
+// variables (parameters, optimizer moments, learning rates, ...) in one
+// directory, so that training can stop and resume, or a model be served.
+//
+//   DIR/program.json        the ProgramDesc (save_program)
+//   DIR/<escaped NAME>.npy  one file per persistable LOD_TENSOR variable of
+//                           block 0 (escape_file_name: "fc.w@0" -> "fc.w%400")
+//
+// save_checkpoint writes everything into a hidden sibling directory
+// (".NAME.tmp-..."), fsyncs it, and only then puts it in place of DIR, so a
+// failure part-way leaves the previous checkpoint untouched and no temporary
+// directory behind. load_checkpoint reads and checks every file first and
+// reports every problem at once; only if all fit does it assign the values
+// into the session's root scope (never a partial load). The layout is
+// described in docs/format.md; `dlgraph run --params DIR` reads it.
+//
+// Neither function may run while another thread evaluates on the session.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+#include <cstdio>  // renameat2 and RENAME_EXCHANGE (glibc, _GNU_SOURCE)
+
+#include "dlgraph/npy.hpp"
+#include "dlgraph/session.hpp"
+#include "dlgraph/validate.hpp"
+
+namespace dlgraph {
+
+namespace detail {
+
+// Test hook: when set, save_checkpoint calls it with the path of each file
+// it is about to write (inside its temporary directory). Tests make it throw
+// to inject a failure part-way through a save.
+inline std::function<void(const std::string& path)> checkpoint_write_hook;
+
+// The variables a checkpoint holds: persistable tensors of block 0.
+inline std::vector<const VarDesc*> checkpoint_vars(const ProgramDesc& p) {
+    std::vector<const VarDesc*> out;
+    for (auto& v : p.blocks.at(0).vars)
+        if (v.persistable && v.type == VarType::LOD_TENSOR) out.push_back(&v);
+    return out;
+}
+
+inline std::string checkpoint_file(const std::filesystem::path& dir, const std::string& name) {
+    return (dir / (escape_file_name(name) + ".npy")).string();
+}
+
+// "" when `t` fits the declaration (same dtype; dims equal where declared,
+// -1 matching any size; empty dims matching any shape), else one line.
+inline std::string checkpoint_mismatch(const VarDesc& vd, const Tensor& t, const std::string& where) {
+    const bool dtype_ok = t.dtype() == vd.data_type;
+    const bool shape_ok = vd.dims.empty() || dims_compatible(Shape(vd.dims), t.shape());
+    if (dtype_ok && shape_ok) return {};
+    return "variable '" + vd.name + "': " + where + " " + to_string(t.dtype()) + " " + to_string(t.shape()) +
+           ", the program declares " + to_string(vd.data_type) + " " + to_string(Shape(vd.dims)) + " (" +
+           (dtype_ok ? "shape" : shape_ok ? "dtype" : "dtype and shape") + " mismatch)";
+}
+
+[[noreturn]] inline void checkpoint_fail(const std::string& verb, const std::string& dir,
+                                         const std::vector<std::string>& problems) {
+    std::string msg = "cannot " + verb + " checkpoint '" + dir + "': " + std::to_string(problems.size()) +
+                      (problems.size() == 1 ? " problem" : " problems");
+    for (auto& p : problems) msg += "\n  " + p;
+    throw io_error("dlgraph.io.checkpoint", msg);
+}
+
+// The message of a dlgraph error without its "[id] " prefix.
+inline std::string message_of(const error& e) {
+    std::string s = e.what();
+    return s.size() >= e.id().size() + 3 ? s.substr(e.id().size() + 3) : s;
+}
+
+// Flushes a directory's entries to disk (best effort: not every system can).
+inline void fsync_directory(const std::filesystem::path& dir) {
+#if defined(__unix__) || defined(__APPLE__)
+    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    (void)::fsync(fd);
+    ::close(fd);
+#else
+    (void)dir;
+#endif
+}
+
+// Swaps two directory entries in one step where the system can (Linux
+// renameat2 with RENAME_EXCHANGE); false where it cannot.
+inline bool exchange_entries(const std::filesystem::path& a, const std::filesystem::path& b) {
+#if defined(__linux__) && defined(RENAME_EXCHANGE) && defined(AT_FDCWD)
+    return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+#else
+    (void)a, (void)b;
+    return false;
+#endif
+}
+
+// A name no other save (in this or another process) uses at the same time.
+inline std::string checkpoint_unique_suffix() {
+    static std::atomic<unsigned> counter{0};
+    std::string s;
+#if defined(__unix__) || defined(__APPLE__)
+    s += std::to_string(::getpid()) + "-";
+#endif
+    s += std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "-" +
+         std::to_string(counter++);
+    return s;
+}
+
+// Writes one file of a checkpoint, calling the test hook first.
+template <class F> void checkpoint_write(const std::string& path, F&& write) {
+    if (checkpoint_write_hook) checkpoint_write_hook(path);
+    write();
+}
+
+}  // namespace detail
+
+// The program of a checkpoint (DIR/program.json), loaded and validated.
+inline ProgramDesc load_checkpoint_program(const std::string& dir) {
+    return load_program_file((std::filesystem::path(dir) / "program.json").string());
+}
+
+// Writes the session's program and every persistable tensor variable of
+// block 0 to directory `dir`, replacing a previous checkpoint there.
+// Persistables without a value get one first from their initializer ops
+// (Session::initialize_persistables). An existing `dir` must be a
+// checkpoint (it holds program.json) or empty: anything else is refused,
+// so a mistyped path never deletes unrelated files. On any failure the
+// previous checkpoint is left as it was and no temporary directory remains.
+template <device_policy D> void save_checkpoint(Session<D>& session, const std::string& dir) {
+    namespace fs = std::filesystem;
+    fs::path target(dir);
+    if (!target.empty() && !target.has_filename()) target = target.parent_path();  // "ck/" -> "ck"
+    const std::string fname = target.filename().string();
+    if (target.empty() || fname == "." || fname == "..")
+        throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir + "': name a directory (not '" +
+                                                    (dir.empty() ? std::string() : fname) + "')");
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(target, ec);
+    const bool replace = fs::exists(st);
+    if (replace) {
+        if (fs::is_symlink(st))
+            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir +
+                                                        "': it is a symbolic link; name the directory itself");
+        if (!fs::is_directory(st))
+            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir + "': it exists and is not a directory");
+        if (!fs::exists(target / "program.json", ec) && !fs::is_empty(target, ec))
+            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir +
+                                                        "': the directory exists and is not a checkpoint (it has no "
+                                                        "program.json); refusing to replace it");
+    }
+
+    session.initialize_persistables();
+    const ProgramDesc& program = session.program();
+    std::vector<std::pair<const VarDesc*, const Tensor*>> values;
+    std::vector<std::string> problems;
+    for (const VarDesc* vd : detail::checkpoint_vars(program)) {
+        const Variable* v = session.scope().find_local(vd->name);
+        if (!v || !v->initialized()) {
+            problems.push_back("variable '" + vd->name + "' has no value");
+        } else if (!v->is<Tensor>()) {
+            problems.push_back("variable '" + vd->name + "' holds " + v->kind() + ", not a tensor");
+        } else {
+            const Tensor& t = v->get<Tensor>();
+            std::string m = detail::checkpoint_mismatch(*vd, t, "the session's value is");
+            if (m.empty()) values.emplace_back(vd, &t);
+            else problems.push_back(std::move(m));
+        }
+    }
+    if (!problems.empty()) detail::checkpoint_fail("save", dir, problems);
+
+    const fs::path parent = target.parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec)) {
+        fs::create_directories(parent, ec);
+        if (ec || !fs::is_directory(parent))
+            throw io_error("dlgraph.io.mkdir", "cannot save checkpoint '" + dir + "': cannot create directory '" +
+                                                   parent.string() + "'" + (ec ? ": " + ec.message() : std::string()));
+    }
+    const std::string suffix = detail::checkpoint_unique_suffix();
+    const fs::path tmp = parent / ("." + fname + ".tmp-" + suffix);
+    if (!fs::create_directory(tmp, ec) || ec)
+        throw io_error("dlgraph.io.mkdir", "cannot save checkpoint '" + dir + "': cannot create temporary directory '" +
+                                               tmp.string() + "'" + (ec ? ": " + ec.message() : std::string()));
+    auto discard_tmp = [&] {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+    };
+    try {
+        const std::string json_path = (tmp / "program.json").string();
+        const std::string text = save_program(program);
+        detail::checkpoint_write(json_path, [&] { detail::write_file_atomic(json_path, {text}); });
+        for (auto& [vd, t] : values) {
+            const std::string path = detail::checkpoint_file(tmp, vd->name);
+            detail::checkpoint_write(path, [&] { write_npy(path, *t); });
+        }
+        detail::fsync_directory(tmp);
+    } catch (...) {
+        discard_tmp();
+        throw;
+    }
+
+    // Put the new directory in place of the old one.
+    if (!replace) {
+        fs::rename(tmp, target, ec);
+        if (ec) {
+            discard_tmp();
+            throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': rename from '" + tmp.string() +
+                                                   "' failed: " + ec.message());
+        }
+    } else if (detail::exchange_entries(tmp, target)) {
+        discard_tmp();  // now holds the previous checkpoint
+    } else {
+        // Two renames: the old checkpoint aside, the new one in. Between
+        // them (a crash there) the old one is at `old`.
+        const fs::path old = parent / ("." + fname + ".old-" + suffix);
+        fs::rename(target, old, ec);
+        if (ec) {
+            discard_tmp();
+            throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': cannot move the previous one "
+                                                   "aside: " + ec.message());
+        }
+        fs::rename(tmp, target, ec);
+        if (ec) {
+            std::error_code back;
+            fs::rename(old, target, back);
+            discard_tmp();
+            throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': rename from '" + tmp.string() +
+                                                   "' failed: " + ec.message() +
+                                                   (back ? "; the previous checkpoint is at '" + old.string() + "'"
+                                                         : std::string()));
+        }
+        std::error_code ignored;
+        fs::remove_all(old, ignored);
+    }
+    detail::fsync_directory(parent);
+}
+
+// Reads every persistable tensor variable of the session's program (block
+// 0) from DIR/<escaped NAME>.npy and, only if every file exists, is readable
+// and fits its declaration (dtype equal; dims equal where declared, -1
+// matching any size), assigns them all into the session's root scope. Else
+// throws one io_error [dlgraph.io.checkpoint] listing every problem, one per
+// line, and the session is unchanged. Files of other variables are ignored.
+template <device_policy D> void load_checkpoint(Session<D>& session, const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw io_error("dlgraph.io.open", "cannot load checkpoint '" + dir + "': " +
+                                              (fs::exists(dir, ec) ? "it is not a directory" : "no such directory"));
+    std::vector<std::pair<std::string, Tensor>> loaded;
+    std::vector<std::string> problems;
+    Scope& root = session.scope();
+    for (const VarDesc* vd : detail::checkpoint_vars(session.program())) {
+        const std::string path = detail::checkpoint_file(dir, vd->name);
+        if (!fs::exists(path, ec)) {
+            problems.push_back("variable '" + vd->name + "': missing file '" + path + "'");
+            continue;
+        }
+        if (const Variable* v = root.find_local(vd->name); v && v->initialized() && !v->is<Tensor>()) {
+            problems.push_back("variable '" + vd->name + "' holds " + v->kind() + " in the session, not a tensor");
+            continue;
+        }
+        try {
+            Tensor t = read_npy(path);
+            std::string m = detail::checkpoint_mismatch(*vd, t, "'" + path + "' holds");
+            if (m.empty()) loaded.emplace_back(vd->name, std::move(t));
+            else problems.push_back(std::move(m));
+        } catch (const error& e) {
+            problems.push_back("variable '" + vd->name + "': " + detail::message_of(e));
+        }
+    }
+    if (!problems.empty()) detail::checkpoint_fail("load", dir, problems);
+    // Into the existing Tensor objects: cached plans point at them.
+    for (auto& entry : loaded) root.var(entry.first).get_mutable<Tensor>() = std::move(entry.second);
+}
+
+}  // namespace dlgraph
