@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dlgraph/autodiff.hpp"
 #include "dlgraph/dot.hpp"
 #include "dlgraph/npy.hpp"
 #include "dlgraph/plan_io.hpp"
@@ -27,15 +28,19 @@ constexpr const char* usage_text =
     "\n"
     "commands:\n"
     "  run PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy...] [--params DIR] [--out DIR]\n"
+    "                   [--backward LOSS]\n"
     "      Evaluate the fetched variables and write each to OUT/<NAME>.npy (OUT defaults to \".\").\n"
-    "      --params DIR loads the persistable variables the fetches need from DIR/<NAME>.npy;\n"
-    "      without it the program's initializer ops give them values.\n"
+    "      --params DIR loads the persistable variables the fetches need from DIR/<NAME>.npy (a\n"
+    "      checkpoint directory works); without it the program's initializer ops give them values.\n"
+    "      --backward LOSS first appends the backward pass of LOSS for every persistable FP32/FP64\n"
+    "      variable, so that gradients such as W@GRAD can be fetched.\n"
     "  inspect PROGRAM.json\n"
     "      List blocks, variables (dtype, dims, persistable) and ops (slots, attributes).\n"
     "  plan PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy | --feed NAME ...] [--json]\n"
+    "                    [--backward LOSS]\n"
     "      Show the execution plan; with a .npy file for every feed, also the concrete shapes\n"
     "      and the memory the plan takes. --json prints the plan as JSON.\n"
-    "  dot PROGRAM.json [--fetch NAME...] [--feed NAME...] [-o FILE]\n"
+    "  dot PROGRAM.json [--fetch NAME...] [--feed NAME...] [-o FILE] [--backward LOSS]\n"
     "      Graphviz DOT of the program, or of the plan for the fetched variables.\n"
     "  help, --help\n"
     "      Print this text.\n"
@@ -59,7 +64,8 @@ struct Args {
     std::string params;
     std::string out;
     std::string output;  // -o
-    bool has_params = false, has_out = false, has_output = false, json = false;
+    std::string backward;  // --backward LOSS
+    bool has_params = false, has_out = false, has_output = false, has_backward = false, json = false;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -69,9 +75,9 @@ Args parse_args(int argc, char** argv) {
     if (!commands.count(a.command)) usage_fail("unknown command '" + a.command + "'");
     // Options each command takes.
     std::set<std::string> allowed;
-    if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out"};
-    if (a.command == "plan") allowed = {"--fetch", "--feed", "--json"};
-    if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output"};
+    if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out", "--backward"};
+    if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward"};
+    if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output", "--backward"};
 
     for (int i = 2; i < argc; ++i) {
         std::string arg = argv[i];
@@ -103,6 +109,7 @@ Args parse_args(int argc, char** argv) {
             else if (opt == "--feed") a.feed.push_back(value);
             else if (opt == "--params") once(a.has_params, a.params);
             else if (opt == "--out") once(a.has_out, a.out);
+            else if (opt == "--backward") once(a.has_backward, a.backward);
             else once(a.has_output, a.output);  // -o, --output
         } else {
             if (!a.program.empty()) usage_fail("unexpected argument '" + arg + "'");
@@ -251,10 +258,38 @@ void check_against(const VarDesc& vd, const Tensor& t, const std::string& what, 
                                         "' is declared " + dims_text(vd.dims));
 }
 
+// The program file with, for --backward LOSS, the backward pass of LOSS
+// appended for every persistable FP32/FP64 tensor (so that W@GRAD can be
+// fetched). A fetched NAME@GRAD that the pass did not create is explained.
+ProgramDesc load_for(const Args& a) {
+    ProgramDesc desc = load_program_file(a.program);
+    if (!a.has_backward) return desc;
+    std::set<std::string> params;
+    for (auto& v : desc.blocks.at(0).vars)
+        if (v.persistable && v.type == VarType::LOD_TENSOR &&
+            (v.data_type == DataType::FP32 || v.data_type == DataType::FP64))
+            params.insert(v.name);
+    append_backward(desc, a.backward, params);
+    const BlockDesc& blk = desc.blocks.at(0);
+    const std::string suffix = grad_var_name("");
+    for (auto& f : a.fetch) {
+        if (blk.find_var(f) || !f.ends_with(suffix)) continue;
+        const std::string base = f.substr(0, f.size() - suffix.size());
+        if (!blk.find_var(base)) continue;  // the planner reports the unknown name
+        throw graph_error("dlgraph.graph.backward",
+                          "cannot fetch '" + f + "': " +
+                              (params.count(base) ? "the loss '" + a.backward + "' does not depend on '" + base + "'"
+                                                  : "the backward pass gives '" + base + "' no gradient (gradients "
+                                                    "go to persistable FP32/FP64 variables and the values between "
+                                                    "them and the loss)"));
+    }
+    return desc;
+}
+
 // ---- commands --------------------------------------------------------------------
 
 int cmd_run(const Args& a) {
-    ProgramDesc desc = load_program_file(a.program);
+    ProgramDesc desc = load_for(a);
     const auto feeds_spec = parse_feeds(a.feed, true);
     const auto targets = fetch_targets(a.fetch);
 
@@ -345,7 +380,7 @@ int cmd_inspect(const Args& a) {
 }
 
 int cmd_plan(const Args& a) {
-    ProgramDesc p = load_program_file(a.program);
+    ProgramDesc p = load_for(a);
     const auto feeds_spec = parse_feeds(a.feed, false);
     std::vector<std::string> fed;
     for (auto& f : feeds_spec) fed.push_back(f.name);
@@ -387,7 +422,7 @@ int cmd_plan(const Args& a) {
 }
 
 int cmd_dot(const Args& a) {
-    ProgramDesc p = load_program_file(a.program);
+    ProgramDesc p = load_for(a);
     std::string text;
     if (a.fetch.empty()) {
         if (!a.feed.empty()) usage_fail("'dot' takes --feed only together with --fetch");
