@@ -381,3 +381,49 @@ TEST_CASE("gradients of the new ops survive JSON and validation") {
     auto ga = a.eval(grads[0].second, {{x, xv}, {label, lv}});
     CHECK(to_xarray<double>(b.eval(TargetRef("w@GRAD"), {{"x", xv}, {"label", lv}})) == ga);
 }
+
+namespace {
+// The gradients of a small classifier built from the ops above, in T, at
+// fixed parameter values (fed over the parameters, as grad_check does).
+template <class T> std::vector<std::vector<double>> classifier_grads() {
+    Program p;
+    auto x = p.parameter<T>("x", {2, 4, 6}, init::constant(0));
+    auto w = p.parameter<T>("w", {5, 6}, init::constant(0));
+    auto label = p.input<std::int64_t>("label", {8, 1});
+    auto h = matmul(x, w, false, true, 0.5);                    // [2, 4, 5], w shared by the batches
+    auto flat = reshape(transpose(h, {1, 0, 2}), {8, 5});        // [8, 5]
+    auto parts = split(flat, std::vector<std::int64_t>{2, 3}, 1);
+    auto z = concat(std::vector<Var<T>>{parts[1], tanh(parts[0])}, -1);
+    auto loss = mean(softmax_with_cross_entropy(z, label).second) +
+                mean(cross_entropy(softmax(mul(z, cast<T>(w), 1, 1)), label));  // [8, 6]: labels < 6
+    auto grads = append_backward(loss);
+    REQUIRE(grads.size() == 2);
+    xt::xarray<T> xv = xt::cast<T>(random({2, 4, 6}, 121));
+    xt::xarray<T> wv = xt::cast<T>(random({5, 6}, 122));
+    auto labels = int64_tensor({8, 1}, random_labels(8, 5, 123));
+    Session<cpu> s(p);
+    auto got = s.eval(std::vector<TargetRef>{grads[0].second, grads[1].second},
+                      std::vector<Feed>{Feed("x", xv), Feed("w", wv), Feed("label", labels)});
+    std::vector<std::vector<double>> out;
+    for (auto& t : got) {
+        auto v = t.values<T>();
+        out.emplace_back(v.begin(), v.end());
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("FP32 grad kernels agree with FP64") {
+    auto f = classifier_grads<float>();
+    auto d = classifier_grads<double>();
+    REQUIRE(f.size() == d.size());
+    for (std::size_t k = 0; k < f.size(); ++k) {
+        REQUIRE(f[k].size() == d[k].size());
+        double norm = 0;
+        for (std::size_t i = 0; i < f[k].size(); ++i) {
+            CHECK(f[k][i] == doctest::Approx(d[k][i]).epsilon(1e-4).scale(1.0));
+            norm += d[k][i] * d[k][i];
+        }
+        CHECK(norm > 1e-4);  // a real comparison, not of zeros
+    }
+}
