@@ -52,9 +52,12 @@ struct CkTempDir {
     }
 };
 
-// Clears the test hook however the test ends.
+// Clears the test hooks however the test ends.
 struct HookGuard {
-    ~HookGuard() { detail::checkpoint_write_hook = nullptr; }
+    ~HookGuard() {
+        detail::checkpoint_write_hook = nullptr;
+        detail::checkpoint_no_exchange = false;
+    }
 };
 
 bool same(const Tensor& a, const Tensor& b) {
@@ -167,10 +170,19 @@ TEST_CASE("checkpoint: save, then load into a new session over the saved program
     CHECK(value(s2, "step").item<std::int64_t>() == 3);
 
     // Saving again over the checkpoint replaces it; a trailing slash is fine.
-    Model::set_mask(s2, 20);
-    save_checkpoint(s2, dir + "/");
-    CHECK(read_npy(tmp.file("ckpt/mask.npy")).data<std::int32_t>()[0] == 20);
-    CHECK(tmp.listing() == std::vector<std::string>{"ckpt"});
+    // Both ways of replacing: one exchange (Linux), or two renames.
+    HookGuard guard;
+    for (bool no_exchange : {false, true}) {
+        CAPTURE(no_exchange);
+        detail::checkpoint_no_exchange = no_exchange;
+        const std::int32_t base = no_exchange ? 30 : 20;
+        Model::set_mask(s2, base);
+        save_checkpoint(s2, dir + "/");
+        CHECK(read_npy(tmp.file("ckpt/mask.npy")).data<std::int32_t>()[0] == base);
+        CHECK(tmp.listing() == std::vector<std::string>{"ckpt"});
+        CHECK(tmp.listing("ckpt") ==
+              std::vector<std::string>{"fc.b%400.npy", "mask.npy", "program.json", "step.npy", "w.npy"});
+    }
 }
 
 TEST_CASE("checkpoint: persistables never read are initialized before saving") {
@@ -306,9 +318,13 @@ TEST_CASE("checkpoint: a failure part-way through a save keeps the previous chec
         CHECK(same(value(back, "w"), w_good));
         CHECK(value(back, "mask").data<std::int32_t>()[0] == 1);
     }
-    // The hook sees program.json and one file per persistable.
-    detail::checkpoint_write_hook = [](const std::string&) {};
+    // Without a failure the save goes through, and the hook saw program.json
+    // and one file per persistable.
+    std::vector<std::string> seen;
+    detail::checkpoint_write_hook = [&](const std::string& path) { seen.push_back(fs::path(path).filename().string()); };
     save_checkpoint(s, dir);
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen == std::vector<std::string>{"fc.b%400.npy", "mask.npy", "program.json", "step.npy", "w.npy"});
     CHECK(tmp.listing() == std::vector<std::string>{"ckpt"});
     CHECK(read_npy(tmp.file("ckpt/mask.npy")).data<std::int32_t>()[0] == 50);
     CHECK(same(read_npy(tmp.file("ckpt/w.npy")), value(s, "w")));

@@ -43,6 +43,9 @@ namespace detail {
 // it is about to write (inside its temporary directory). Tests make it throw
 // to inject a failure part-way through a save.
 inline std::function<void(const std::string& path)> checkpoint_write_hook;
+// Test hook: when true, save_checkpoint replaces a previous checkpoint with
+// two renames even where the system could exchange the two directories.
+inline bool checkpoint_no_exchange = false;
 
 // The variables a checkpoint holds: persistable tensors of block 0.
 inline std::vector<const VarDesc*> checkpoint_vars(const ProgramDesc& p) {
@@ -216,7 +219,7 @@ template <device_policy D> void save_checkpoint(Session<D>& session, const std::
             throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': rename from '" + tmp.string() +
                                                    "' failed: " + ec.message());
         }
-    } else if (detail::exchange_entries(tmp, target)) {
+    } else if (!detail::checkpoint_no_exchange && detail::exchange_entries(tmp, target)) {
         discard_tmp();  // now holds the previous checkpoint
     } else {
         // Two renames: the old checkpoint aside, the new one in. Between
