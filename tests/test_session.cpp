@@ -304,3 +304,16 @@ TEST_CASE("ops without a kernel for a dtype are refused on the line that builds 
     CHECK_THROWS_CONTAINING(p.append("sum", {{"X", {a.name(), a.name(), b.name()}}}, {{"Out", 1}}, {}), type_error,
                             "X[0] is FP32 but X[2] is FP64");
 }
+
+TEST_CASE("every op in the table has a valid way to choose its kernel and a kernel") {
+    CHECK(op_table().size() == static_cast<std::size_t>(op_count));
+    for (auto& d : op_table()) {
+        INFO(d.type);
+        CHECK(kernel_choice_valid(d));
+        CHECK(static_cast<bool>(d.infer));
+        bool any = false;
+        for (int t = 0; t < num_dtypes; ++t) any = any || d.kernels[0][static_cast<std::size_t>(t)] != nullptr;
+        CHECK(any);
+        CHECK(find_op(d.type) == &d);
+    }
+}

@@ -148,7 +148,8 @@ struct OpDef {
     std::vector<SlotDef> outputs;
     std::vector<AttrDef> attrs;
     void (*infer)(const InferContext&) = nullptr;
-    // Which input slot's dtype selects the kernel; -1: the attr `dtype_attr`.
+    // Which input slot's dtype selects the kernel; -1: the INT attribute
+    // `dtype_attr`; both -1: the first output's dtype.
     int kernel_slot = 0;
     int dtype_attr = -1;
     std::array<KernelTable, num_device_kinds> kernels{};
@@ -188,8 +189,23 @@ private:
 };
 
 // The dtype that selects `def`'s kernel, given an inference context.
+// An op with neither an input slot nor a dtype attribute to go by (load)
+// follows the dtype of its first output.
 inline DataType kernel_dtype(const OpDef& def, const InferContext& ctx, const Attribute* attrs) {
-    return def.kernel_slot >= 0 ? ctx.dtype(def.kernel_slot) : dtype_from_int(attrs[def.dtype_attr].i);
+    if (def.kernel_slot >= 0) return ctx.dtype(def.kernel_slot);
+    if (def.dtype_attr >= 0) return dtype_from_int(attrs[def.dtype_attr].i);
+    return ctx.out_meta(0).dtype;
+}
+
+// Internal consistency of a definition: its way of choosing a kernel points
+// at something it has. A failure is a bug in dlgraph, not in user input.
+inline bool kernel_choice_valid(const OpDef& def) {
+    if (def.kernel_slot >= 0)
+        return static_cast<std::size_t>(def.kernel_slot) < def.inputs.size() && !def.inputs[static_cast<std::size_t>(def.kernel_slot)].optional;
+    if (def.dtype_attr >= 0)
+        return static_cast<std::size_t>(def.dtype_attr) < def.attrs.size() &&
+               def.attrs[static_cast<std::size_t>(def.dtype_attr)].value.type == AttrType::INT;
+    return !def.outputs.empty();
 }
 
 // Throws unless `device` (or, with `any_device`, some device) has a kernel

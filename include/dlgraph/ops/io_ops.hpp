@@ -508,11 +508,9 @@ inline void load_infer(const InferContext& c) {
     c.set(0, m.dtype, m.shape);
 }
 inline OpDef load_def() {
-    // load has no input and no dtype attribute to select its kernel by; the
-    // kernel is the same under every dtype, and `dtype_attr` names
-    // file_path, whose integer field is always 0 (a STRING attribute).
-    OpDef d{"load", {}, {{"Out"}}, {{"file_path", Attribute::make_string("file_path", ""), true}}, &load_infer,
-            -1, load_op::file_path};
+    // No input and no dtype attribute: the kernel follows Out's dtype (it is
+    // the same byte copy under every dtype).
+    OpDef d{"load", {}, {{"Out"}}, {{"file_path", Attribute::make_string("file_path", ""), true}}, &load_infer, -1, -1};
     d.kernels[0] = io_kernels(&load_op::run);
     d.doc = "Out = the tensor in the .npy file `file_path` (its dtype and shape must be Out's)";
     return d;
@@ -587,9 +585,9 @@ inline void load_combine_infer(const InferContext& c) {
     }
 }
 inline OpDef load_combine_def() {
-    // As for load: no input or dtype attribute, one kernel under every dtype.
+    // As for load: the kernel follows the first output's dtype.
     OpDef d{"load_combine", {}, {{"Out", true}}, {{"file_path", Attribute::make_string("file_path", ""), true}},
-            &load_combine_infer, -1, load_combine_op::file_path};
+            &load_combine_infer, -1, -1};
     d.kernels[0] = io_kernels(&load_combine_op::run);
     d.doc = "Out[...] = the entries <name>.npy of the .npz archive `file_path`";
     return d;
