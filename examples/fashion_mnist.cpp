@@ -1,0 +1,202 @@
+// Trains an MLP (784-256-10, ReLU, softmax cross-entropy, Adam with a
+// learning rate decayed each epoch) on
+// Fashion-MNIST with dlgraph, reports test accuracy after each epoch, saves
+// a checkpoint, and writes the loss and accuracy curves as SVG.
+//   fashion_mnist [--data DIR] [--epochs N] [--batch N] [--lr X] [--decay X] [--hidden N] [--limit N] [--out DIR]
+//   fashion_mnist --eval-only CHECKPOINT_DIR     (a new process, same accuracy)
+#include <dlgraph/checkpoint.hpp>
+#include <dlgraph/data/idx.hpp>
+#include <dlgraph/dlgraph.hpp>
+#include <dlgraph/optimizer.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "svg_plot.hpp"
+
+using namespace dlgraph;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct options {
+    std::string data = "/usr/share/datasets/fashion-mnist";
+    std::string out = "out";
+    std::string eval_only;
+    int epochs = 12;
+    int batch = 64;
+    int hidden = 256;
+    double lr = 1e-3;
+    double decay = 0.75;  // learning rate multiplier per epoch
+    std::int64_t limit = 0;  // use only the first N training examples (0: all)
+};
+
+options parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
+            return argv[++i];
+        };
+        if (a == "--data") o.data = next();
+        else if (a == "--out") o.out = next();
+        else if (a == "--eval-only") o.eval_only = next();
+        else if (a == "--epochs") o.epochs = std::stoi(next());
+        else if (a == "--batch") o.batch = std::stoi(next());
+        else if (a == "--hidden") o.hidden = std::stoi(next());
+        else if (a == "--lr") o.lr = std::stod(next());
+        else if (a == "--decay") o.decay = std::stod(next());
+        else if (a == "--limit") o.limit = std::stoll(next());
+        else throw std::runtime_error("unknown option " + a + " (see the comment at the top of fashion_mnist.cpp)");
+    }
+    return o;
+}
+
+// The model; its key variables get names so that the saved program can be
+// evaluated by name in another process.
+struct model {
+    Program p;
+    TrainStep step;
+};
+
+model build(const options& o) {
+    model m;
+    Program& p = m.p;
+    auto x = p.input<float>("x", {-1, 784});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto w1 = p.parameter<float>("fc1.w", {784, o.hidden}, init::kaiming_uniform(1));
+    auto b1 = p.parameter<float>("fc1.b", {o.hidden}, init::constant(0));
+    auto w2 = p.parameter<float>("fc2.w", {o.hidden, 10}, init::xavier_uniform(2));
+    auto b2 = p.parameter<float>("fc2.b", {10}, init::constant(0));
+    auto h = relu(matmul(x, w1) + b1);
+    auto logits = p.rename(matmul(h, w2) + b2, "logits");
+    auto [prob, xent] = softmax_with_cross_entropy(logits, label);
+    auto loss = p.rename(mean(xent), "loss");
+    auto [top1, top1_index] = top_k(prob, 1);
+    p.rename(accuracy(top1, top1_index, label), "accuracy");
+    m.step = Adam(o.lr).minimize(loss);
+    return m;
+}
+
+// Test accuracy through the program's "accuracy" variable, fed by name.
+std::pair<double, std::int64_t> evaluate(Session<cpu>& s, const data::dataset& test) {
+    data::batcher batches(test, 1000);
+    Tensor x, y;
+    std::vector<Tensor> out(1);
+    const std::vector<TargetRef> targets{TargetRef("accuracy")};
+    double correct = 0;
+    for (std::int64_t b = 0; b < batches.batches(); ++b) {
+        batches.fill(b, x, y);
+        const std::vector<Feed> feeds{{"x", x}, {"label", y}};
+        s.eval_into(targets, feeds, out);
+        correct += static_cast<double>(out[0].item<float>()) * static_cast<double>(x.shape()[0]);
+    }
+    const auto n = static_cast<std::int64_t>(std::llround(correct));
+    return {static_cast<double>(n) / static_cast<double>(test.count), n};
+}
+
+void progress(int epoch, int epochs, std::int64_t done, std::int64_t total, double loss, double examples_per_s,
+              double seconds_left, bool tty) {
+    const int width = 30;
+    const int filled = static_cast<int>(width * done / total);
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.resize(width, '.');
+    std::printf("%sepoch %2d/%d [%s] %5lld/%lld  loss %.4f  %6.0f ex/s  %3.0fs left%s", tty ? "\r" : "", epoch, epochs,
+                bar.c_str(), static_cast<long long>(done), static_cast<long long>(total), loss, examples_per_s,
+                seconds_left, tty ? "" : "\n");
+    std::fflush(stdout);
+}
+
+int train(const options& o) {
+    const auto t0 = clock_type::now();
+    data::dataset train_set = data::load_images_and_labels(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz");
+    data::dataset test_set = data::load_images_and_labels(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
+    if (o.limit > 0 && o.limit < train_set.count) train_set.count = o.limit;
+    std::printf("Fashion-MNIST: %lld training and %lld test images (%.1fs to load)\n",
+                static_cast<long long>(train_set.count), static_cast<long long>(test_set.count),
+                std::chrono::duration<double>(clock_type::now() - t0).count());
+
+    model m = build(o);
+    Session<cpu> s(m.p);
+    data::batcher batches(train_set, o.batch, /*seed=*/42);
+    const std::vector<TargetRef> targets = m.step.with({TargetRef("loss")});
+    std::vector<Tensor> out(targets.size());
+    Tensor x, y;
+    const bool tty = isatty(STDOUT_FILENO);
+    std::vector<std::pair<double, double>> loss_curve, acc_curve;
+    const auto train_start = clock_type::now();
+    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+        // The learning rate is a variable of the program: decay it each epoch.
+        set_scalar(s, m.step.learning_rate, o.lr * std::pow(o.decay, epoch - 1));
+        batches.shuffle();
+        double loss_sum = 0, window = 0;
+        int window_n = 0;
+        const std::int64_t nb = batches.batches();
+        const auto epoch_start = clock_type::now();
+        for (std::int64_t b = 0; b < nb; ++b) {
+            batches.fill(b, x, y);
+            const std::vector<Feed> feeds{{"x", x}, {"label", y}};
+            s.eval_into(targets, feeds, out);
+            const double l = out.back().item<float>();
+            loss_sum += l;
+            window += l;
+            ++window_n;
+            if ((b + 1) % 50 == 0 || b + 1 == nb) {
+                loss_curve.emplace_back(epoch - 1 + static_cast<double>(b + 1) / static_cast<double>(nb), window / window_n);
+                window = 0;
+                window_n = 0;
+            }
+            if (tty ? ((b + 1) % 10 == 0 || b + 1 == nb) : ((b + 1) % (nb / 4 + 1) == 0)) {
+                const double secs = std::chrono::duration<double>(clock_type::now() - epoch_start).count();
+                const double rate = static_cast<double>((b + 1) * o.batch) / secs;
+                const double left = secs / static_cast<double>(b + 1) * static_cast<double>(nb - b - 1) +
+                                    secs * (o.epochs - epoch);
+                progress(epoch, o.epochs, b + 1, nb, loss_sum / static_cast<double>(b + 1), rate, left, tty);
+            }
+        }
+        auto [acc, correct] = evaluate(s, test_set);
+        acc_curve.emplace_back(epoch, acc);
+        std::printf("%sepoch %2d/%d: train loss %.4f, test accuracy %.4f (%lld/%lld)\n", tty ? "\n" : "", epoch, o.epochs,
+                    loss_sum / static_cast<double>(nb), acc, static_cast<long long>(correct),
+                    static_cast<long long>(test_set.count));
+    }
+    const double train_secs = std::chrono::duration<double>(clock_type::now() - train_start).count();
+    std::filesystem::create_directories(o.out);
+    const std::string ckpt = o.out + "/fashion_mnist_model";
+    save_checkpoint(s, ckpt);
+    svg_plot::write(o.out + "/fashion_mnist_curves.svg",
+                    {{"training loss (mean of 50 batches)", "epoch", loss_curve, "#d62728"},
+                     {"test accuracy", "epoch", acc_curve, "#1f77b4"}});
+    auto [acc, correct] = evaluate(s, test_set);
+    std::printf("trained in %.1fs; final test accuracy %.4f (%lld/%lld)\n", train_secs, acc,
+                static_cast<long long>(correct), static_cast<long long>(test_set.count));
+    std::printf("saved the checkpoint to %s and the curves to %s/fashion_mnist_curves.svg\n", ckpt.c_str(), o.out.c_str());
+    return 0;
+}
+
+int eval_only(const options& o) {
+    data::dataset test_set = data::load_images_and_labels(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
+    Session<cpu> s(load_checkpoint_program(o.eval_only));
+    load_checkpoint(s, o.eval_only);
+    auto [acc, correct] = evaluate(s, test_set);
+    std::printf("loaded %s; final test accuracy %.4f (%lld/%lld)\n", o.eval_only.c_str(), acc,
+                static_cast<long long>(correct), static_cast<long long>(test_set.count));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        options o = parse(argc, argv);
+        return o.eval_only.empty() ? train(o) : eval_only(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fashion_mnist: error: %s\n", e.what());
+        return 1;
+    }
+}
