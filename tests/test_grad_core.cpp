@@ -125,3 +125,14 @@ TEST_CASE("reduction gradients match finite differences") {
             grad_check::check({{"x", x}}, [&](P&, const V& v) { return reduce_max(v[0], dims, keep); });
         }
 }
+
+TEST_CASE("no gradient is made for a parameter that reaches the loss only through a label") {
+    Program p;
+    auto w = p.parameter<double>("w", {2, 3}, init::uniform(-1, 1, 1));
+    auto v = p.parameter<double>("v", {2, 3}, init::uniform(-1, 1, 2));
+    auto [prob, loss] = softmax_with_cross_entropy(w, softmax(v), /*soft_label=*/true);
+    auto grads = append_backward(mean(loss));
+    REQUIRE(grads.size() == 1);
+    CHECK(grads[0].first.name() == "w");
+    for (auto& op : p.desc().blocks[0].ops) CHECK(op.type != "softmax_grad");
+}

@@ -67,15 +67,19 @@ inline BackwardResult append_backward(ProgramDesc& desc, const std::string& loss
             for (auto& a : s.arguments)
                 if (differentiable_var(a)) depends.insert(a);
     }
+    // Only paths a gradient can take count: through differentiable ops and
+    // not through their no-gradient slots (a label reaches the loss, but no
+    // gradient flows back into it).
     std::set<std::string> reaches{loss};
     for (int i = loss_op; i >= 0; --i) {
         const OpDesc& op = blk.ops[static_cast<std::size_t>(i)];
+        const OpDef& def = lookup_op(op.type, op_path(0, i));
+        if (!def.differentiable()) continue;
         bool hit = false;
         for (auto& s : op.outputs)
             for (auto& a : s.arguments) hit = hit || reaches.count(a);
         if (!hit) continue;
-        for (auto& s : op.inputs)
-            for (auto& a : s.arguments) reaches.insert(a);
+        grad_inputs(def, op, [&](auto&, std::size_t, const std::string& a) { reaches.insert(a); });
     }
     auto wanted = [&](const std::string& v) { return differentiable_var(v) && depends.count(v) && reaches.count(v); };
 
@@ -169,7 +173,14 @@ inline BackwardResult append_backward(ProgramDesc& desc, const std::string& loss
             for (auto& s : g.outputs)
                 for (std::size_t k = 0; k < s.arguments.size(); ++k)
                     if (s.arguments[k].empty()) {
-                        const std::string& fwd = op.input(s.parameter.substr(0, s.parameter.size() - 5))->arguments[k];
+                        const std::string_view suffix = "@GRAD";
+                        const OpSlot* in = s.parameter.size() > suffix.size() && s.parameter.ends_with(suffix)
+                                               ? op.input(s.parameter.substr(0, s.parameter.size() - suffix.size()))
+                                               : nullptr;
+                        if (!in || k >= in->arguments.size())
+                            throw graph_error("dlgraph.graph.backward", "the grad maker of '" + op.type +
+                                                                            "' left output slot '" + s.parameter + "' unnamed");
+                        const std::string& fwd = in->arguments[k];
                         std::string name = grad_var_name(fwd) + "@UNUSED@" + std::to_string(*it);
                         declare(name, fwd);
                         s.arguments[k] = name;
