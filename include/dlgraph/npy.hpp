@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -423,7 +424,7 @@ inline void check_writable(const Tensor& t, const std::string& what) {
 
 // Writes `bytes` (in pieces) to PATH.tmp, then renames it to PATH. On any
 // failure the temporary file is removed and PATH is left as it was.
-inline void write_file_atomic(const std::string& path, std::initializer_list<std::string_view> pieces) {
+inline void write_file_atomic(const std::string& path, std::span<const std::string_view> pieces) {
     const std::string tmp = path + ".tmp";
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f)
@@ -448,6 +449,9 @@ inline void write_file_atomic(const std::string& path, std::initializer_list<std
         throw io_error("dlgraph.io.write", "cannot write '" + path + "': rename from '" + tmp +
                                                "' failed: " + ec.message());
     }
+}
+inline void write_file_atomic(const std::string& path, std::initializer_list<std::string_view> pieces) {
+    write_file_atomic(path, std::span<const std::string_view>(pieces.begin(), pieces.size()));
 }
 
 inline std::string_view tensor_bytes(const Tensor& t) {

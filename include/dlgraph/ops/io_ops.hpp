@@ -77,31 +77,6 @@ inline void check_overwrite(const std::string& path, bool overwrite, const std::
         throw io_error("dlgraph.io.exists", who + ": '" + path + "' exists and the op's overwrite attribute is false");
 }
 
-// write_file_atomic for any number of pieces: PATH.tmp, fsync, rename.
-inline void write_pieces_atomic(const std::string& path, std::span<const std::string_view> pieces) {
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw io_error("dlgraph.io.open", "cannot open '" + tmp + "' for writing: " + std::strerror(errno));
-    bool ok = true;
-    for (auto p : pieces)
-        if (ok && !p.empty() && std::fwrite(p.data(), 1, p.size(), f) != p.size()) ok = false;
-    ok = std::fflush(f) == 0 && ok;
-#if defined(__unix__) || defined(__APPLE__)
-    ok = ok && ::fsync(fileno(f)) == 0;
-#endif
-    const int err = errno;
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) {
-        std::remove(tmp.c_str());
-        throw io_error("dlgraph.io.write", "cannot write '" + path + "': " + std::strerror(err));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw io_error("dlgraph.io.write", "cannot write '" + path + "': rename from '" + tmp + "' failed: " + ec.message());
-    }
-}
 
 // ---- ZIP (.npz) ----------------------------------------------------------------
 
@@ -261,7 +236,7 @@ inline void write_npz_members(const std::string& path, std::vector<npz_member>& 
         pieces.push_back(members[i].data);
     }
     pieces.push_back(headers.back());
-    write_pieces_atomic(path, pieces);
+    write_file_atomic(path, pieces);
 }
 
 // A .npz opened for reading: its central directory, and entries read on
