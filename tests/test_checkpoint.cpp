@@ -29,28 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CkTempDir {
-    fs::path path;
-    CkTempDir() {
-        static std::atomic<int> counter{0};
-        path = fs::temp_directory_path() /
-               ("dlgraph_ck_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~CkTempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    // Names directly under the directory, sorted.
-    std::vector<std::string> listing(const std::string& sub = "") const {
-        std::vector<std::string> out;
-        for (auto& e : fs::directory_iterator(sub.empty() ? path : path / sub)) out.push_back(e.path().filename().string());
-        std::sort(out.begin(), out.end());
-        return out;
-    }
-};
+using CkTempDir = test_temp_dir;
 
 // Clears the test hooks however the test ends.
 struct HookGuard {
@@ -105,14 +84,6 @@ struct Model {
     }
 };
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void spit(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Single-quoted for /bin/sh.
 std::string shq(const std::string& s) {
@@ -233,8 +204,8 @@ TEST_CASE("checkpoint: load reports every problem at once and leaves the session
     write_npy(tmp.file("ckpt/w.npy"), wrong_dtype);                      // dtype
     write_npy(tmp.file("ckpt/fc.b%400.npy"), Tensor(DataType::FP64, {3}));  // shape
     fs::remove(tmp.file("ckpt/step.npy"));                                // missing
-    const std::string mask_bytes = slurp(tmp.file("ckpt/mask.npy"));
-    spit(tmp.file("ckpt/mask.npy"), mask_bytes.substr(0, mask_bytes.size() - 3));  // truncated
+    const std::string mask_bytes = read_file_bytes(tmp.file("ckpt/mask.npy"));
+    write_file_bytes(tmp.file("ckpt/mask.npy"), mask_bytes.substr(0, mask_bytes.size() - 3));  // truncated
 
     bool thrown = false;
     try {
@@ -292,7 +263,7 @@ TEST_CASE("checkpoint: a failure part-way through a save keeps the previous chec
     Model::set_mask(s, 1);
     save_checkpoint(s, dir);
     const Tensor w_good = value(s, "w");
-    const std::string json_good = slurp(tmp.file("ckpt/program.json"));
+    const std::string json_good = read_file_bytes(tmp.file("ckpt/program.json"));
 
     // New values, then saves that fail after 0, 1, ... files.
     for (auto& v : s.scope().find("w")->get_mutable<Tensor>().values<float>()) v += 1;
@@ -312,7 +283,7 @@ TEST_CASE("checkpoint: a failure part-way through a save keeps the previous chec
         CHECK(tmp.listing() == std::vector<std::string>{"ckpt"});
         CHECK(tmp.listing("ckpt") ==
               std::vector<std::string>{"fc.b%400.npy", "mask.npy", "program.json", "step.npy", "w.npy"});
-        CHECK(slurp(tmp.file("ckpt/program.json")) == json_good);
+        CHECK(read_file_bytes(tmp.file("ckpt/program.json")) == json_good);
         Session<cpu> back(load_checkpoint_program(dir));
         load_checkpoint(back, dir);
         CHECK(same(value(back, "w"), w_good));
@@ -342,10 +313,10 @@ TEST_CASE("checkpoint: save refuses to replace what is not a checkpoint") {
     Session<cpu> s(m.p);
     Model::set_mask(s, 1);
     fs::create_directories(tmp.file("home"));
-    spit(tmp.file("home/notes.txt"), "keep me");
+    write_file_bytes(tmp.file("home/notes.txt"), "keep me");
     CHECK_THROWS_CONTAINING(save_checkpoint(s, tmp.file("home")), io_error, "not a checkpoint", "refusing");
-    CHECK(slurp(tmp.file("home/notes.txt")) == "keep me");
-    spit(tmp.file("file"), "x");
+    CHECK(read_file_bytes(tmp.file("home/notes.txt")) == "keep me");
+    write_file_bytes(tmp.file("file"), "x");
     CHECK_THROWS_CONTAINING(save_checkpoint(s, tmp.file("file")), io_error, "not a directory");
     CHECK_THROWS_CONTAINING(save_checkpoint(s, "."), io_error, "name a directory");
     // An empty directory is fine.
@@ -437,7 +408,7 @@ TEST_CASE("ops: save_combine and load_combine write and read one .npz") {
     Session<cpu> s(p);
     s.eval(TargetRef::op_only(save));
     CHECK_FALSE(fs::exists(file + ".tmp"));
-    CHECK(slurp(file).substr(0, 4) == std::string("PK\x03\x04", 4));
+    CHECK(read_file_bytes(file).substr(0, 4) == std::string("PK\x03\x04", 4));
 
     auto entries = read_npz(file);
     REQUIRE(entries.size() == 3);
@@ -475,14 +446,14 @@ TEST_CASE("ops: save_combine and load_combine write and read one .npz") {
         CHECK(same(value(m, "k"), k0));
     }
     SUBCASE("a corrupt archive is an error naming the file") {
-        std::string bytes = slurp(file);
+        std::string bytes = read_file_bytes(file);
         const std::size_t at = bytes.find("\x93NUMPY") + 100;  // inside fc.w@0's data
         bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
-        spit(file, bytes);
+        write_file_bytes(file, bytes);
         CHECK_THROWS_CONTAINING(read_npz(file), io_error, file.c_str(), "'fc.w@0.npy' is corrupt (CRC-32 mismatch)");
-        spit(file, bytes.substr(0, bytes.size() - 10));
+        write_file_bytes(file, bytes.substr(0, bytes.size() - 10));
         CHECK_THROWS_CONTAINING(read_npz(file), io_error, file.c_str(), "truncated");
-        spit(file, "not a zip file at all, but long enough to look for an end record");
+        write_file_bytes(file, "not a zip file at all, but long enough to look for an end record");
         CHECK_THROWS_CONTAINING(read_npz(file), io_error, file.c_str(), "not a .npz file");
     }
     SUBCASE("Python's zipfile reads the archive; dlgraph reads Python's (as np.savez writes it)") {
@@ -492,7 +463,7 @@ TEST_CASE("ops: save_combine and load_combine write and read one .npz") {
         }
         // What np.load does: zipfile, then the .npy header and data of each entry.
         const std::string check = tmp.file("check.py");
-        spit(check,
+        write_file_bytes(check,
              "import ast, sys, zipfile\n"
              "z = zipfile.ZipFile(sys.argv[1])\n"
              "assert z.testzip() is None\n"
@@ -510,11 +481,11 @@ TEST_CASE("ops: save_combine and load_combine write and read one .npz") {
              "print(' '.join(out))\n");
         const std::string listing = tmp.file("listing.txt");
         REQUIRE(shell("python3 " + shq(check) + " " + shq(file) + " > " + shq(listing)) == 0);
-        CHECK(slurp(listing) == "fc.w@0.npy:<f4:2,3 k.npy:<i8:4 e.npy:<f8:0\n");
+        CHECK(read_file_bytes(listing) == "fc.w@0.npy:<f4:2,3 k.npy:<i8:4 e.npy:<f8:0\n");
 
         // np.savez writes each entry through ZipFile.open(name, 'w', force_zip64=True).
         const std::string make = tmp.file("make.py");
-        spit(make,
+        write_file_bytes(make,
              "import sys, zipfile\n"
              "src, dst, comp = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
              "with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, 'w', compression=comp) as b:\n"
@@ -545,8 +516,8 @@ CliRun cli(const CkTempDir& dir, const std::string& args) {
     const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
     CliRun r;
     r.status = shell(shq(DLGRAPH_CLI) + " " + args + " >" + shq(out) + " 2>" + shq(err));
-    r.out = slurp(out);
-    r.err = slurp(err);
+    r.out = read_file_bytes(out);
+    r.err = read_file_bytes(err);
     fs::remove(out);
     fs::remove(err);
     return r;
@@ -564,7 +535,7 @@ TEST_CASE("cli: run --backward LOSS fetches gradients; --params reads a checkpoi
     auto loss = reduce_sum(x * w);
     (void)n;
     const std::string program = tmp.file("net.json");
-    spit(program, p.to_json());
+    write_file_bytes(program, p.to_json());
     Tensor xv(DataType::FP32, {3});
     for (int i = 0; i < 3; ++i) xv.data<float>()[i] = static_cast<float>(i + 1);
     write_npy(tmp.file("x.npy"), xv);

@@ -15,6 +15,8 @@
 #include <dlgraph/builder.hpp>
 #include <dlgraph/npy.hpp>
 
+#include "test_helpers.hpp"
+
 #ifndef DLGRAPH_CLI
 #define DLGRAPH_CLI ""
 #endif
@@ -26,30 +28,8 @@ namespace {
 
 const bool no_cli = std::string_view(DLGRAPH_CLI).empty();
 
-struct CliTempDir {
-    fs::path path;
-    CliTempDir() {
-        static std::atomic<int> counter{0};
-        path = fs::temp_directory_path() /
-               ("dlgraph_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~CliTempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using CliTempDir = test_temp_dir;
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void write_all(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Single-quoted for /bin/sh.
 std::string q(const std::string& s) {
@@ -70,8 +50,8 @@ CliResult run_cli(const CliTempDir& dir, const std::string& args) {
     const int rc = std::system(cmd.c_str());
     CliResult r;
     r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = read_all(out);
-    r.err = read_all(err);
+    r.out = read_file_bytes(out);
+    r.err = read_file_bytes(err);
     fs::remove(out);
     fs::remove(err);
     return r;
@@ -107,7 +87,7 @@ struct CliNet {
         auto y = relu(xv * w + b);
         REQUIRE(y.name() == "relu_0");
         program = dir.file("net.json");
-        write_all(program, p.to_json());
+        write_file_bytes(program, p.to_json());
         x_file = dir.file("x.npy");
         write_npy(x_file, x);
     }
@@ -196,20 +176,20 @@ TEST_CASE("cli: run errors: one line on stderr with the right id" * doctest::ski
                     "dlgraph.io.open", "none.json");
     }
     SUBCASE("malformed JSON") {
-        write_all(n.dir.file("bad.json"), "{\"version\": 1, \"blocks\": [");
+        write_file_bytes(n.dir.file("bad.json"), "{\"version\": 1, \"blocks\": [");
         check_error(run_cli(n.dir, "run " + q(n.dir.file("bad.json")) + " --fetch relu_0"), "dlgraph.format.json",
                     "bad.json");
     }
     SUBCASE("a program that is JSON but not a program") {
-        write_all(n.dir.file("odd.json"), "{\"version\": 1, \"blocks\": [], \"extra\": 2}");
+        write_file_bytes(n.dir.file("odd.json"), "{\"version\": 1, \"blocks\": [], \"extra\": 2}");
         check_error(run_cli(n.dir, "run " + q(n.dir.file("odd.json")) + " --fetch relu_0"), "dlgraph.format.field");
     }
     SUBCASE("a program with an unknown op names the file and the op") {
-        std::string text = read_all(n.program);
+        std::string text = read_file_bytes(n.program);
         auto at = text.find("\"relu\"");
         REQUIRE(at != std::string::npos);
         text.replace(at, 6, "\"relux\"");
-        write_all(n.dir.file("op.json"), text);
+        write_file_bytes(n.dir.file("op.json"), text);
         check_error(run_cli(n.dir, "inspect " + q(n.dir.file("op.json"))), "dlgraph.graph.unknown_op",
                     n.dir.file("op.json") + ": blocks[0].ops[4].type: unknown op type 'relux'");
     }
@@ -221,8 +201,8 @@ TEST_CASE("cli: run errors: one line on stderr with the right id" * doctest::ski
                     "dlgraph.graph.undeclared", "nosuch");
     }
     SUBCASE("truncated .npy feed") {
-        std::string bytes = read_all(n.x_file);
-        write_all(n.x_file, bytes.substr(0, bytes.size() - 5));
+        std::string bytes = read_file_bytes(n.x_file);
+        write_file_bytes(n.x_file, bytes.substr(0, bytes.size() - 5));
         check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0" + o),
                     "dlgraph.io.npy_truncated", n.x_file);
     }
@@ -351,7 +331,7 @@ TEST_CASE("cli: dot of the program and of a plan" * doctest::skip(no_cli)) {
     r = run_cli(n.dir, "dot " + q(n.program) + " --fetch relu_0 -o " + q(file));
     REQUIRE(r.status == 0);
     CHECK(r.out.empty());
-    CHECK(read_all(file).rfind("digraph plan {", 0) == 0);
+    CHECK(read_file_bytes(file).rfind("digraph plan {", 0) == 0);
 
     check_error(run_cli(n.dir, "dot " + q(n.program) + " -o " + q(n.dir.file("no/dir/g.dot"))), "dlgraph.io.open");
 }

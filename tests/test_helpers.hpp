@@ -5,8 +5,52 @@
 
 #include <dlgraph/dlgraph.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
+#include <vector>
+
+// A fresh directory under the system's temp directory, removed with
+// everything in it when the object goes.
+struct test_temp_dir {
+    std::filesystem::path path;
+    test_temp_dir() {
+        static std::atomic<int> counter{0};
+        path = std::filesystem::temp_directory_path() /
+               ("dlgraph_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        std::filesystem::remove_all(path);
+        std::filesystem::create_directories(path);
+    }
+    ~test_temp_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    test_temp_dir(const test_temp_dir&) = delete;
+    test_temp_dir& operator=(const test_temp_dir&) = delete;
+    std::string file(const std::string& name) const { return (path / name).string(); }
+    // Names directly under the directory (or under `sub`), sorted.
+    std::vector<std::string> listing(const std::string& sub = "") const {
+        std::vector<std::string> out;
+        for (auto& e : std::filesystem::directory_iterator(sub.empty() ? path : path / sub))
+            out.push_back(e.path().filename().string());
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+};
+
+inline std::string read_file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+inline void write_file_bytes(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 // Checks that `expr` throws an exception of type `type` whose message
 // contains every one of the given substrings.

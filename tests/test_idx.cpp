@@ -2,8 +2,6 @@
 // test writes itself.
 #include <dlgraph/data/idx.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <set>
 
@@ -25,25 +23,19 @@ void write_gz(const std::string& path, const std::string& bytes) {
     REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()));
     gzclose(f);
 }
-struct temp_dir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() / ("dlgraph_idx_" + std::to_string(::getpid()));
-    temp_dir() { std::filesystem::create_directories(path); }
-    ~temp_dir() { std::filesystem::remove_all(path); }
-    std::string operator/(const std::string& n) const { return (path / n).string(); }
-};
 }  // namespace
 
 TEST_CASE("IDX images and labels load from gzip, and batches cover every example once per epoch") {
-    temp_dir d;
+    test_temp_dir d;
     const int n = 7;
     std::vector<std::uint8_t> pixels, labels;
     for (int i = 0; i < n; ++i) {
         for (int p = 0; p < 6; ++p) pixels.push_back(static_cast<std::uint8_t>(i * 10 + p));
         labels.push_back(static_cast<std::uint8_t>(i % 3));
     }
-    write_gz(d / "img.gz", idx_bytes({n, 2, 3}, pixels));
-    write_gz(d / "lab.gz", idx_bytes({n}, labels));
-    data::dataset ds = data::load_images_and_labels(d / "img.gz", d / "lab.gz");
+    write_gz(d.file("img.gz"), idx_bytes({n, 2, 3}, pixels));
+    write_gz(d.file("lab.gz"), idx_bytes({n}, labels));
+    data::dataset ds = data::load_images_and_labels(d.file("img.gz"), d.file("lab.gz"));
     CHECK(ds.count == n);
     CHECK(ds.features == 6);
     CHECK(ds.images[6] == doctest::Approx(10 / 255.0f));
@@ -70,21 +62,21 @@ TEST_CASE("IDX images and labels load from gzip, and batches cover every example
 }
 
 TEST_CASE("broken IDX files are reported, never over-read") {
-    temp_dir d;
+    test_temp_dir d;
     auto good = idx_bytes({2, 2}, {1, 2, 3, 4});
-    write_gz(d / "short.gz", good.substr(0, good.size() - 1));
-    CHECK_THROWS_CONTAINING(data::read_idx(d / "short.gz"), io_error, "[dlgraph.io.idx]", "truncated", "4 bytes");
+    write_gz(d.file("short.gz"), good.substr(0, good.size() - 1));
+    CHECK_THROWS_CONTAINING(data::read_idx(d.file("short.gz")), io_error, "[dlgraph.io.idx]", "truncated", "4 bytes");
     std::string bad = good;
     bad[0] = 'x';
-    write_gz(d / "magic.gz", bad);
-    CHECK_THROWS_CONTAINING(data::read_idx(d / "magic.gz"), io_error, "bad magic");
+    write_gz(d.file("magic.gz"), bad);
+    CHECK_THROWS_CONTAINING(data::read_idx(d.file("magic.gz")), io_error, "bad magic");
     std::string floats = good;
     floats[2] = '\x0d';
-    write_gz(d / "float.gz", floats);
-    CHECK_THROWS_CONTAINING(data::read_idx(d / "float.gz"), io_error, "only unsigned bytes");
-    CHECK_THROWS_CONTAINING(data::read_idx(d / "missing.gz"), io_error, "[dlgraph.io.open]");
-    write_gz(d / "img.gz", idx_bytes({3, 2}, {1, 2, 3, 4, 5, 6}));
-    write_gz(d / "lab.gz", idx_bytes({2}, {0, 1}));
-    CHECK_THROWS_CONTAINING(data::load_images_and_labels(d / "img.gz", d / "lab.gz"), io_error,
+    write_gz(d.file("float.gz"), floats);
+    CHECK_THROWS_CONTAINING(data::read_idx(d.file("float.gz")), io_error, "only unsigned bytes");
+    CHECK_THROWS_CONTAINING(data::read_idx(d.file("missing.gz")), io_error, "[dlgraph.io.open]");
+    write_gz(d.file("img.gz"), idx_bytes({3, 2}, {1, 2, 3, 4, 5, 6}));
+    write_gz(d.file("lab.gz"), idx_bytes({2}, {0, 1}));
+    CHECK_THROWS_CONTAINING(data::load_images_and_labels(d.file("img.gz"), d.file("lab.gz")), io_error,
                             "do not hold the same number of examples");
 }

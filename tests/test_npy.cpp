@@ -12,35 +12,15 @@
 
 #include <dlgraph/npy.hpp>
 
+#include "test_helpers.hpp"
+
 using namespace dlgraph;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct NpyTempDir {
-    fs::path path;
-    NpyTempDir() {
-        static std::atomic<int> counter{0};
-        path = fs::temp_directory_path() /
-               ("dlgraph_npy_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~NpyTempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using NpyTempDir = test_temp_dir;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void spit(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // A .npy file as NumPy lays it out: magic, version, little-endian header
 // length, the dict padded with spaces and a newline so that the data starts
@@ -116,7 +96,7 @@ TEST_CASE("npy: every dtype round-trips, in memory and through a file, 0-d and e
             CHECK(u.rank() == shape.rank());
             const std::string path = dir.file("t.npy");
             write_npy(path, t);
-            CHECK(slurp(path) == bytes);
+            CHECK(read_file_bytes(path) == bytes);
             CHECK(same(read_npy(path), t));
         }
     }
@@ -204,14 +184,14 @@ TEST_CASE("npy: truncated data, header or magic is an error, in memory and from 
         CAPTURE(cut);
         const std::string bytes = good.substr(0, cut);
         expect_io_error([&] { parse_npy(bytes, "cut.npy"); }, "dlgraph.io.npy_truncated", "cut.npy");
-        spit(path, bytes);
+        write_file_bytes(path, bytes);
         auto msg = expect_io_error([&] { read_npy(path); }, "dlgraph.io.npy_truncated", path);
         if (cut >= 128) CHECK(msg.find("needs 24 data bytes") != std::string::npos);
     }
     // A shape far larger than the file must not allocate or read past the end.
     auto huge = npy_file(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }", "xx");
     expect_io_error([&] { parse_npy(huge, "huge.npy"); }, "dlgraph.io.npy_truncated", "huge.npy");
-    spit(path, huge);
+    write_file_bytes(path, huge);
     expect_io_error([&] { read_npy(path); }, "dlgraph.io.npy_truncated", path);
     // Dims whose product overflows.
     auto overflow = npy_file(
