@@ -9,6 +9,8 @@
 #include <functional>
 #include <random>
 
+#include "test_helpers.hpp"
+
 namespace {
 
 using dlgraph::Program;
@@ -63,21 +65,6 @@ template <class T> void check_close(const xt::xarray<T>& got, const shape_t& sha
     CHECK(worst <= (std::is_integral_v<T> ? 0.0 : tol<T>()));
 }
 
-template <class E, class F> void check_throws(F f, std::initializer_list<std::string> parts) {
-    bool thrown = false;
-    try {
-        f();
-    } catch (const E& e) {
-        thrown = true;
-        const std::string what = e.what();
-        for (auto& p : parts) {
-            INFO("message: " << what);
-            INFO("missing: " << p);
-            CHECK(what.find(p) != std::string::npos);
-        }
-    }
-    CHECK_MESSAGE(thrown, "expected an exception");
-}
 
 // Broadcast of x and y, written out: both padded to a common rank (X's
 // rank with Paddle's axis placing Y, else trailing alignment), then each

@@ -15,6 +15,24 @@
 #include <string>
 #include <vector>
 
+// Runs f and checks that it throws E whose message holds every part (the
+// function form of CHECK_THROWS_CONTAINING, for code in lambdas).
+template <class E, class F> void check_throws(F f, std::initializer_list<std::string> parts) {
+    bool thrown = false;
+    try {
+        f();
+    } catch (const E& e) {
+        thrown = true;
+        const std::string what = e.what();
+        for (auto& p : parts) {
+            INFO("message: " << what);
+            INFO("missing: " << p);
+            CHECK(what.find(p) != std::string::npos);
+        }
+    }
+    CHECK_MESSAGE(thrown, "expected an exception");
+}
+
 // A fresh directory under the system's temp directory, removed with
 // everything in it when the object goes.
 struct test_temp_dir {

@@ -9,6 +9,8 @@
 #include <numeric>
 #include <random>
 
+#include "test_helpers.hpp"
+
 namespace {
 
 using dlgraph::Program;
@@ -108,22 +110,6 @@ template <class T> void check_exact(const xt::xarray<T>& got, const shape_t& sha
     CHECK(same);
 }
 
-// Runs f and checks that it throws E whose message holds every part.
-template <class E, class F> void check_throws(F f, std::initializer_list<std::string> parts) {
-    bool thrown = false;
-    try {
-        f();
-    } catch (const E& e) {
-        thrown = true;
-        const std::string what = e.what();
-        for (auto& p : parts) {
-            INFO("message: " << what);
-            INFO("missing: " << p);
-            CHECK(what.find(p) != std::string::npos);
-        }
-    }
-    CHECK_MESSAGE(thrown, "expected an exception");
-}
 
 // ---- reference matmul ---------------------------------------------------------------
 
