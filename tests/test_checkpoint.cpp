@@ -17,6 +17,7 @@
 
 #include <dlgraph/builder.hpp>
 #include <dlgraph/checkpoint.hpp>
+#include <dlgraph/ops/io_ops.hpp>
 
 #include "test_helpers.hpp"
 

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <dlgraph/dlgraph.hpp>
+#include <dlgraph/gemm.hpp>
+#include <dlgraph/ops/feed_fetch.hpp>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -193,7 +195,7 @@ TEST_CASE_TEMPLATE("gemm: every transpose combination on odd sizes", T, float, d
                         auto a = rnd<T>(as, seed++);
                         auto b = rnd<T>(bs, seed++);
                         std::vector<T> c(M * N, T(7));
-                        dlgraph::ops::gemm<T>(ta, tb, static_cast<std::int64_t>(M), static_cast<std::int64_t>(N),
+                        dlgraph::gemm<T>(ta, tb, static_cast<std::int64_t>(M), static_cast<std::int64_t>(N),
                                               static_cast<std::int64_t>(K), T(1), a.data(),
                                               static_cast<std::int64_t>(as[1]), b.data(),
                                               static_cast<std::int64_t>(bs[1]), false, c.data(),
@@ -205,55 +207,70 @@ TEST_CASE_TEMPLATE("gemm: every transpose combination on odd sizes", T, float, d
                     }
 }
 
-TEST_CASE_TEMPLATE("gemm: blocked sizes, unaligned padded operands, alpha, accumulate", T, float, double) {
-    // K beyond both k blocks and N beyond the column blocks; rows of A and B
-    // padded (lda/ldb > width) and every pointer off by one element.
-    const std::int64_t M = 37, N = 300, K = 600, pad = 3;
+TEST_CASE_TEMPLATE("gemm: blocked sizes, unaligned padded operands, alpha, accumulate, threads", T, float, double) {
+    // Shapes for the unpacked few-rows path (M = 5), the packed path with
+    // K beyond a k block, M beyond an m block, N beyond a column block; rows
+    // of A and B padded (lda/ldb > width) and every pointer off by one
+    // element. Two threads must give the same bits as one.
+    struct dims {
+        std::int64_t M, N, K;
+    };
+    const dims cases[] = {{5, 300, 600}, {37, 300, 600}, {200, 70, 300}, {13, 4200, 20}};
+    const std::int64_t pad = 3;
     std::uint64_t seed = 100;
-    for (bool ta : {false, true})
-        for (bool tb : {false, true})
-            for (bool acc : {false, true}) {
-                const std::int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-                const std::int64_t lda = ac + pad, ldb = bc + pad, ldc = N + pad;
-                auto abuf = rnd<T>({static_cast<std::size_t>(ar * lda + 1)}, seed++);
-                auto bbuf = rnd<T>({static_cast<std::size_t>(br * ldb + 1)}, seed++);
-                auto cbuf = rnd<T>({static_cast<std::size_t>(M * ldc + 1)}, seed++);
-                auto c0 = cbuf;
-                const T alpha = T(0.5);
-                dlgraph::ops::gemm<T>(ta, tb, M, N, K, alpha, abuf.data() + 1, lda, bbuf.data() + 1, ldb, acc,
-                                      cbuf.data() + 1, ldc);
-                std::vector<double> want, mag;
-                for (std::int64_t i = 0; i < M; ++i)
-                    for (std::int64_t j = 0; j < N; ++j) {
-                        double s = 0, m = 0;
-                        for (std::int64_t k = 0; k < K; ++k) {
-                            const double a = ta ? abuf(1 + k * lda + i) : abuf(1 + i * lda + k);
-                            const double b = tb ? bbuf(1 + j * ldb + k) : bbuf(1 + k * ldb + j);
-                            s += a * b;
-                            m += std::abs(a * b);
+    for (auto [M, N, K] : cases)
+        for (bool ta : {false, true})
+            for (bool tb : {false, true})
+                for (bool acc : {false, true}) {
+                    const std::int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+                    const std::int64_t lda = ac + pad, ldb = bc + pad, ldc = N + pad;
+                    auto abuf = rnd<T>({static_cast<std::size_t>(ar * lda + 1)}, seed++);
+                    auto bbuf = rnd<T>({static_cast<std::size_t>(br * ldb + 1)}, seed++);
+                    auto c0 = rnd<T>({static_cast<std::size_t>(M * ldc + 1)}, seed++);
+                    const T* a = abuf.data() + 1;
+                    const T* b = bbuf.data() + 1;
+                    std::vector<double> want, mag;
+                    for (std::int64_t i = 0; i < M; ++i)
+                        for (std::int64_t j = 0; j < N; ++j) {
+                            double s = 0, m = 0;
+                            for (std::int64_t k = 0; k < K; ++k) {
+                                const double x = ta ? a[k * lda + i] : a[i * lda + k];
+                                const double y = tb ? b[j * ldb + k] : b[k * ldb + j];
+                                s += x * y;
+                                m += std::abs(x * y);
+                            }
+                            const double old = c0(1 + i * ldc + j);
+                            want.push_back(0.5 * s + (acc ? old : 0.0));
+                            mag.push_back(0.5 * m + std::abs(old));
                         }
-                        const double old = c0(1 + i * ldc + j);
-                        want.push_back(0.5 * s + (acc ? old : 0.0));
-                        mag.push_back(0.5 * m + std::abs(old));
+                    xt::xarray<T> one_thread;
+                    for (int threads : {1, 2}) {
+                        const dlgraph::parallelism_scope scope(threads);
+                        auto cbuf = c0;
+                        dlgraph::gemm<T>(ta, tb, M, N, K, T(0.5), a, lda, b, ldb, acc, cbuf.data() + 1, ldc);
+                        auto got = xt::xarray<T>::from_shape({static_cast<std::size_t>(M), static_cast<std::size_t>(N)});
+                        bool pad_kept = true;
+                        for (std::int64_t i = 0; i < M; ++i) {
+                            for (std::int64_t j = 0; j < N; ++j) got(i, j) = cbuf(1 + i * ldc + j);
+                            for (std::int64_t j = N; j < ldc; ++j)
+                                pad_kept = pad_kept && cbuf(1 + i * ldc + j) == c0(1 + i * ldc + j);
+                        }
+                        INFO("M " << M << " N " << N << " K " << K << " ta " << ta << " tb " << tb << " accumulate "
+                                  << acc << " threads " << threads);
+                        CHECK(pad_kept);
+                        CHECK(cbuf(0) == c0(0));
+                        check_close(got, {static_cast<std::size_t>(M), static_cast<std::size_t>(N)}, want, mag);
+                        if (threads == 1) one_thread = got;
+                        else CHECK(got == one_thread);
                     }
-                auto got = xt::xarray<T>::from_shape({static_cast<std::size_t>(M), static_cast<std::size_t>(N)});
-                bool pad_kept = true;
-                for (std::int64_t i = 0; i < M; ++i) {
-                    for (std::int64_t j = 0; j < N; ++j) got(i, j) = cbuf(1 + i * ldc + j);
-                    for (std::int64_t j = N; j < ldc; ++j) pad_kept = pad_kept && cbuf(1 + i * ldc + j) == c0(1 + i * ldc + j);
                 }
-                INFO("ta " << ta << " tb " << tb << " accumulate " << acc);
-                CHECK(pad_kept);
-                CHECK(cbuf(0) == c0(0));
-                check_close(got, {static_cast<std::size_t>(M), static_cast<std::size_t>(N)}, want, mag);
-            }
 }
 
 TEST_CASE("gemm: K = 0 zeroes C unless accumulating") {
     std::vector<double> c(6, 5.0);
-    dlgraph::ops::gemm<double>(false, false, 2, 3, 0, 1.0, nullptr, 0, nullptr, 3, true, c.data(), 3);
+    dlgraph::gemm<double>(false, false, 2, 3, 0, 1.0, nullptr, 0, nullptr, 3, true, c.data(), 3);
     CHECK(c == std::vector<double>(6, 5.0));
-    dlgraph::ops::gemm<double>(true, true, 2, 3, 0, 1.0, nullptr, 2, nullptr, 0, false, c.data(), 3);
+    dlgraph::gemm<double>(true, true, 2, 3, 0, 1.0, nullptr, 2, nullptr, 0, false, c.data(), 3);
     CHECK(c == std::vector<double>(6, 0.0));
 }
 

@@ -1,22 +1,26 @@
 // The one list of every op dlgraph knows. Adding an op is one row here plus
 // its definition (a `NAME_def()` function in ops/); a row without a
 // definition fails the build, and `op_count` is checked against the table.
+//
+// The kernels themselves are instantiated where `op_table()` is defined:
+// by default inline in every translation unit that includes this header
+// (ops/all_ops.hpp), or, when DLGRAPH_PREBUILT_OPS is defined, once in the
+// compiled library dlgraph::ops (src/ops.cpp), which cuts a program's
+// compile time to parsing the headers. A program uses one mode throughout:
+// linking dlgraph::ops defines the macro for every file that uses it.
 #pragma once
 
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
-#include "dlgraph/ops/elementwise.hpp"
-#include "dlgraph/ops/eval_ops.hpp"
-#include "dlgraph/ops/feed_fetch.hpp"
-#include "dlgraph/ops/fill.hpp"
-#include "dlgraph/ops/io_ops.hpp"
-#include "dlgraph/ops/optimizers.hpp"
-#include "dlgraph/ops/matmul.hpp"
-#include "dlgraph/ops/reduce.hpp"
-#include "dlgraph/ops/shape_ops.hpp"
-#include "dlgraph/ops/softmax.hpp"
+#include "dlgraph/op.hpp"
+
+// Inline in header-only use; ordinary functions of dlgraph::ops otherwise.
+#if defined(DLGRAPH_PREBUILT_OPS) || defined(DLGRAPH_BUILDING_OPS)
+#define DLGRAPH_OPS_INLINE
+#else
+#define DLGRAPH_OPS_INLINE inline
+#endif
 
 #define DLGRAPH_OP_LIST(X)                                                                                     \
     X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)             \
@@ -43,27 +47,13 @@ enum class op_id : int {
 };
 inline constexpr int op_count = static_cast<int>(op_id::count);
 
-inline const std::vector<OpDef>& op_table() {
-    static const std::vector<OpDef> table = [] {
-        std::vector<OpDef> t{
-#define DLGRAPH_X(name) ops::name##_def(),
-            DLGRAPH_OP_LIST(DLGRAPH_X)
-#undef DLGRAPH_X
-        };
-        return t;
-    }();
-    return table;
-}
-
+// Every op's definition, in DLGRAPH_OP_LIST's order.
+DLGRAPH_OPS_INLINE const std::vector<OpDef>& op_table();
 // The definition of op `type`, or nullptr.
-inline const OpDef* find_op(std::string_view type) {
-    static const std::unordered_map<std::string_view, const OpDef*> index = [] {
-        std::unordered_map<std::string_view, const OpDef*> m;
-        for (auto& d : op_table()) m.emplace(d.type, &d);
-        return m;
-    }();
-    auto it = index.find(type);
-    return it == index.end() ? nullptr : it->second;
-}
+DLGRAPH_OPS_INLINE const OpDef* find_op(std::string_view type);
 
 }  // namespace dlgraph
+
+#ifndef DLGRAPH_PREBUILT_OPS
+#include "dlgraph/ops/all_ops.hpp"
+#endif
