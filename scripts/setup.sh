@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages dlgraph needs; does nothing when all are
 # present. Runs as root or through sudo. `--with-data` adds the Fashion-MNIST
-# data set (dataset-fashion-mnist) that the main example trains on.
+# data set (dataset-fashion-mnist) that the main example trains on;
+# `--with-bench` adds OpenBLAS and Eigen, the references bench/bench_gemm
+# compares against.
 set -euo pipefail
 pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev zlib1g-dev)
-if [ "${1:-}" = "--with-data" ]; then pkgs+=(dataset-fashion-mnist); fi
+for arg in "$@"; do
+  case "$arg" in
+    --with-data) pkgs+=(dataset-fashion-mnist) ;;
+    --with-bench) pkgs+=(libopenblas-dev libeigen3-dev) ;;
+    *) echo "setup: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

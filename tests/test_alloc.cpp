@@ -93,6 +93,24 @@ TEST_CASE("repeated eval of the same targets with new feed values allocates noth
     CHECK(out[1].data<float>()[0] >= 0.0f);
 }
 
+TEST_CASE("profiled evaluation allocates nothing either, once its step times are sized") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 8});
+    auto y = sigmoid(x * 3.0f) + x;
+    Session<cpu> s(p);
+    xt::xarray<float> xv = xt::ones<float>({4, 8});
+    const std::vector<TargetRef> targets{y};
+    const std::vector<Feed> feeds{{x.name(), xv}};
+    std::vector<Tensor> out(1);
+    std::vector<std::chrono::nanoseconds> step_time;
+    s.eval_into_profiled(targets, feeds, out, step_time);
+    s.eval_into_profiled(targets, feeds, out, step_time);
+    CHECK(count_allocations([&] {
+              for (int i = 0; i < 20; ++i) s.eval_into_profiled(targets, feeds, out, step_time);
+          }) == 0);
+    CHECK(step_time.size() == s.plan(targets, std::vector<std::string>{x.name()}).steps.size());
+}
+
 TEST_CASE("a feed of a new shape re-plans memory once, then is steady again") {
     Program p;
     auto x = p.input<double>("x", {-1});

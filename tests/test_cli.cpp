@@ -1,7 +1,8 @@
 // The dlgraph command-line tool, run as a separate process (DLGRAPH_CLI):
-// run with feeds and with --params, inspect, plan (text and JSON, with and
-// without concrete shapes), dot, help, and every error path giving exit
-// status 1 and one "dlgraph: error: [id] ..." line on stderr.
+// run with feeds and with --params, bench (text and JSON), inspect, plan
+// (text and JSON, with and without concrete shapes), dot, help, and every
+// error path giving exit status 1 and one "dlgraph: error: [id] ..." line on
+// stderr.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -9,6 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -334,4 +338,159 @@ TEST_CASE("cli: dot of the program and of a plan" * doctest::skip(no_cli)) {
     CHECK(read_file_bytes(file).rfind("digraph plan {", 0) == 0);
 
     check_error(run_cli(n.dir, "dot " + q(n.program) + " -o " + q(n.dir.file("no/dir/g.dot"))), "dlgraph.io.open");
+}
+
+namespace {
+
+// probs = softmax(relu(x @ w1) @ w2) with x [-1,4] fed: no two element-wise
+// ops in a row, so no step is fused and every op type has its own entry.
+struct BenchNet {
+    CliTempDir dir;
+    std::string program, x_file;
+    BenchNet() {
+        Program p;
+        auto x = p.input<float>("x", {-1, 4});
+        auto w1 = p.parameter<float>("w1", {4, 5}, init::constant(0.1));
+        auto w2 = p.parameter<float>("w2", {5, 3}, init::constant(0.2));
+        p.rename(softmax(matmul(relu(matmul(x, w1)), w2)), "probs");
+        program = dir.file("mlp.json");
+        write_file_bytes(program, p.to_json());
+        x_file = dir.file("x.npy");
+        write_npy(x_file, fp32({2, 4}, {1, -2, 3, -4, 5, -6, 7, -8}));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("cli: bench prints latency, time per op type and memory" * doctest::skip(no_cli)) {
+    BenchNet n;
+    const std::string base = "bench " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch probs";
+    auto r = run_cli(n.dir, base + " --runs 20 --warmup 2");
+    INFO("stdout: " << r.out);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.rfind("bench " + n.program + ": 20 runs after 2 warm-up runs, 1 thread\n", 0) == 0);
+    CHECK(r.out.find("\nfetch: probs\nfed: x FP32 [2,4]\n") != std::string::npos);
+    CHECK(r.out.find("\nlatency (us): min ") != std::string::npos);
+    for (const char* part : {" median ", " p90 ", " max "}) CHECK(r.out.find(part) != std::string::npos);
+    CHECK(r.out.find("time per op type, summed over 20 more runs with each op timed:\n") != std::string::npos);
+    // One line per op type: "  matmul  2  <total>  <per run>  <share>%".
+    const std::vector<std::pair<std::string, int>> expected{{"matmul", 2}, {"relu", 1}, {"softmax", 1}};
+    for (auto& [type, count] : expected) {
+        auto at = r.out.find("\n  " + type + " ");
+        REQUIRE(at != std::string::npos);
+        std::istringstream line(r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1));
+        std::string name, share;
+        int steps = 0;
+        double total = -1, per_run = -1;
+        line >> name >> steps >> total >> per_run >> share;
+        CHECK(steps == count);
+        CHECK(total >= 0);
+        CHECK(per_run == doctest::Approx(total / 20).epsilon(0.01));
+        CHECK(share.back() == '%');
+    }
+    // The memory `plan` reports for the same feed.
+    CHECK(r.out.find("\nmemory: arena 104 bytes in 3 slots, lower bound 80 bytes, one buffer per value 128 bytes\n") !=
+          std::string::npos);
+    auto plan = run_cli(n.dir, "plan " + q(n.program) + " --fetch probs --feed x=" + q(n.x_file));
+    CHECK(plan.out.find("arena: 104 bytes in 3 slots\n") != std::string::npos);
+    CHECK(plan.out.find("lower bound: 80 bytes\n") != std::string::npos);
+
+    r = run_cli(n.dir, base + " --runs=7 --threads 2 --json");
+    REQUIRE(r.status == 0);
+    json j = json::parse(r.out);
+    CHECK(j["runs"] == 7);
+    CHECK(j["threads"] == 2);
+    CHECK(j["warmup"] == 5);
+    CHECK(j["fetch"] == json::array({"probs"}));
+    CHECK(j["fed"] == json::array({"x"}));
+    const json& lat = j["latency_us"];
+    for (const char* k : {"min", "median", "p90", "max"}) REQUIRE(lat[k].is_number());
+    CHECK(lat["min"].get<double>() > 0);
+    CHECK(lat["min"].get<double>() <= lat["median"].get<double>());
+    CHECK(lat["median"].get<double>() <= lat["p90"].get<double>());
+    CHECK(lat["p90"].get<double>() <= lat["max"].get<double>());
+    REQUIRE(j["ops"].is_array());
+    double shares = 0;
+    std::map<std::string, int> counts;
+    for (auto& o : j["ops"]) {
+        counts[o["type"].get<std::string>()] = o["count"].get<int>();
+        CHECK(o["total_us"].get<double>() >= 0);
+        CHECK(o["share"].get<double>() >= 0);
+        shares += o["share"].get<double>();
+    }
+    CHECK(counts == std::map<std::string, int>{{"matmul", 2}, {"relu", 1}, {"softmax", 1}});
+    CHECK(shares == doctest::Approx(1.0));
+    CHECK(j["memory"]["arena_bytes"] == 104);
+    CHECK(j["memory"]["lower_bound"] == 80);
+}
+
+TEST_CASE("cli: bench counts a fused element-wise chain as one entry, and takes --params" * doctest::skip(no_cli)) {
+    CliNet n;  // relu(x * w + b): three element-wise steps, which may run fused
+    const std::string base = "bench " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0 --runs 5 --json";
+    auto r = run_cli(n.dir, base);
+    INFO("stdout: " << r.out);
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    json j = json::parse(r.out);
+    std::multiset<std::string> types;
+    double shares = 0;
+    for (auto& o : j["ops"]) {
+        // "elementwise_mul+elementwise_add+relu" for a fused chain.
+        const std::string t = o["type"].get<std::string>();
+        for (int i = 0; i < o["count"].get<int>(); ++i)
+            for (std::size_t at = 0; at <= t.size();) {
+                const std::size_t plus = std::min(t.find('+', at), t.size());
+                types.insert(t.substr(at, plus - at));
+                at = plus + 1;
+            }
+        shares += o["share"].get<double>();
+    }
+    CHECK(types == std::multiset<std::string>{"elementwise_mul", "elementwise_add", "relu"});
+    CHECK(shares == doctest::Approx(1.0));
+    CHECK(j["memory"]["lower_bound"] == 48);
+
+    // --params: the persistables come from the directory, as for run.
+    const std::string params = n.dir.file("params");
+    fs::create_directories(params);
+    write_npy((fs::path(params) / "fc.w%400.npy").string(), fp32({3}, {1, 2, 3}));
+    write_npy((fs::path(params) / "b.npy").string(), fp32({3}, {-1, 0, 1}));
+    r = run_cli(n.dir, base + " --params " + q(params) + " --warmup 0");
+    REQUIRE(r.status == 0);
+    CHECK(json::parse(r.out)["runs"] == 5);
+    fs::remove(fs::path(params) / "b.npy");
+    check_error(run_cli(n.dir, base + " --params " + q(params)), "dlgraph.io.param_missing", "'b'");
+}
+
+TEST_CASE("cli: bench errors: one line on stderr with the right id" * doctest::skip(no_cli)) {
+    CliNet n;
+    const std::string prog = "bench " + q(n.program);
+    const std::string base = prog + " --feed x=" + q(n.x_file) + " --fetch relu_0";
+    check_error(run_cli(n.dir, base + " --bogus"), "dlgraph.cli.usage", "'--bogus'");
+    check_error(run_cli(n.dir, base + " --out o"), "dlgraph.cli.usage", "'--out'");
+    check_error(run_cli(n.dir, base + " --backward relu_0"), "dlgraph.cli.usage", "'--backward'");
+    check_error(run_cli(n.dir, base + " --runs"), "dlgraph.cli.usage", "--runs needs a value");
+    check_error(run_cli(n.dir, base + " --runs="), "dlgraph.cli.usage", "--runs needs a non-empty value");
+    for (const char* bad : {"0", "-3", "abc", "12x", "1.5", "99999999999"})
+        check_error(run_cli(n.dir, base + " --runs " + bad), "dlgraph.cli.usage",
+                    "option --runs needs a whole number from 1 to 10000000, not '" + std::string(bad) + "'");
+    check_error(run_cli(n.dir, base + " --warmup -1"), "dlgraph.cli.usage", "--warmup needs a whole number from 0");
+    check_error(run_cli(n.dir, base + " --threads -1"), "dlgraph.cli.usage", "--threads needs a whole number from 0");
+    check_error(run_cli(n.dir, base + " --runs 3 --runs 4"), "dlgraph.cli.usage", "--runs is given twice");
+    check_error(run_cli(n.dir, base + " --json=1"), "dlgraph.cli.usage", "--json takes no value");
+    check_error(run_cli(n.dir, prog + " --feed x=" + q(n.x_file)), "dlgraph.cli.usage", "--fetch");
+    check_error(run_cli(n.dir, prog + " --feed x --fetch relu_0"), "dlgraph.cli.usage", "NAME=FILE.npy");
+    check_error(run_cli(n.dir, "bench --fetch relu_0"), "dlgraph.cli.usage", "PROGRAM.json");
+    check_error(run_cli(n.dir, prog + " --feed x=" + q(n.dir.file("nope.npy")) + " --fetch relu_0"),
+                "dlgraph.io.open", "nope.npy");
+    check_error(run_cli(n.dir, prog + " --feed x=" + q(n.x_file) + " --fetch nosuch"), "dlgraph.graph.undeclared",
+                "nosuch");
+    check_error(run_cli(n.dir, prog + " --fetch relu_0"), "dlgraph.feed.missing", "'x'");
+    check_error(run_cli(n.dir, prog + " --feed zz=" + q(n.x_file) + " --feed x=" + q(n.x_file) + " --fetch relu_0"),
+                "dlgraph.feed.unknown", "'zz'");
+    check_error(run_cli(n.dir, "bench " + q(n.dir.file("none.json")) + " --fetch relu_0"), "dlgraph.io.open",
+                "none.json");
+    write_npy(n.x_file, fp32({3, 2}, {1, 2, 3, 4, 5, 6}));
+    check_error(run_cli(n.dir, base), "dlgraph.shape.feed", "'x'");
 }

@@ -245,6 +245,37 @@ TEST_CASE("eval_into reuses the caller's tensors and every result stays correct"
     CHECK(to_xarray<float>(kept) == xt::xarray<float>(xt::ones<float>({5}) * 3.0f));
 }
 
+TEST_CASE("eval_into_profiled gives eval_into's results and adds up each step's time") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = relu(x * 2.0f - 1.0f);
+    Session<cpu> s(p);
+    const std::vector<TargetRef> targets{y};
+    const std::vector<std::string> fed{x.name()};
+    xt::xarray<float> xv = {0.0f, 1.0f, 2.0f};
+    const std::vector<Feed> feeds{{x.name(), xv}};
+    std::vector<Tensor> out(1);
+    std::vector<std::chrono::nanoseconds> step_time(7, std::chrono::nanoseconds(5));  // resized, not summed into
+    s.eval_into_profiled(targets, feeds, out, step_time);
+    CHECK(to_xarray<float>(out[0]) == xt::xarray<float>{0.0f, 1.0f, 3.0f});
+    const std::size_t steps = s.plan(targets, fed).steps.size();
+    REQUIRE(steps >= 2);
+    REQUIRE(step_time.size() == steps);
+    auto total = [&] {
+        std::chrono::nanoseconds t{};
+        for (auto d : step_time) t += d;
+        return t;
+    };
+    const auto first = total();
+    CHECK(first > std::chrono::nanoseconds(0));
+    for (auto d : step_time) CHECK(d >= std::chrono::nanoseconds(0));
+    s.eval_into_profiled(targets, feeds, out, step_time);
+    CHECK(total() >= first);
+    CHECK(step_time.size() == steps);
+    s.eval_into(targets, feeds, out);
+    CHECK(to_xarray<float>(out[0]) == xt::xarray<float>{0.0f, 1.0f, 3.0f});
+}
+
 TEST_CASE("pruned evaluation equals full evaluation, over generated programs") {
     std::mt19937 rng(99);
     for (int trial = 0; trial < 40; ++trial) {

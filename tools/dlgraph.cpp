@@ -1,12 +1,16 @@
-// dlgraph: the command-line tool. Runs a program on .npy feeds, and shows
-// programs and plans (text, JSON, Graphviz DOT). See docs/cli.md.
+// dlgraph: the command-line tool. Runs a program on .npy feeds, benchmarks
+// it, and shows programs and plans (text, JSON, Graphviz DOT). See docs/cli.md.
 //
 // Every failure exits with status 1 and writes exactly one line to stderr:
 //   dlgraph: error: [dlgraph.some.id] message
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +38,12 @@ constexpr const char* usage_text =
     "      checkpoint directory works); without it the program's initializer ops give them values.\n"
     "      --backward LOSS first appends the backward pass of LOSS for every persistable FP32/FP64\n"
     "      variable, so that gradients such as W@GRAD can be fetched.\n"
+    "  bench PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy...] [--params DIR] [--threads N]\n"
+    "                     [--runs N] [--warmup N] [--json]\n"
+    "      Plan once, run --warmup times (default 5), then time --runs runs (default 100) and print\n"
+    "      the latency (min, median, p90, max, in microseconds), the time per op type (from as many\n"
+    "      more runs, timed per op) and the plan's memory. --threads sets the session's threads\n"
+    "      (default 1; 0: every hardware thread). --json prints it all as one JSON object.\n"
     "  inspect PROGRAM.json\n"
     "      List blocks, variables (dtype, dims, persistable) and ops (slots, attributes).\n"
     "  plan PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy | --feed NAME ...] [--json]\n"
@@ -65,17 +75,31 @@ struct Args {
     std::string out;
     std::string output;  // -o
     std::string backward;  // --backward LOSS
+    int threads = 1, runs = 100, warmup = 5;  // bench
     bool has_params = false, has_out = false, has_output = false, has_backward = false, json = false;
+    bool has_threads = false, has_runs = false, has_warmup = false;
 };
+
+// A whole decimal number in [lo, hi] given to option `opt`.
+int count_option(const std::string& opt, const std::string& value, int lo, int hi) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < lo || n > hi)
+        usage_fail("option " + opt + " needs a whole number from " + std::to_string(lo) + " to " +
+                   std::to_string(hi) + ", not '" + value + "'");
+    return n;
+}
 
 Args parse_args(int argc, char** argv) {
     Args a;
     a.command = argv[1];
-    const std::set<std::string> commands{"run", "inspect", "plan", "dot"};
+    const std::set<std::string> commands{"run", "bench", "inspect", "plan", "dot"};
     if (!commands.count(a.command)) usage_fail("unknown command '" + a.command + "'");
     // Options each command takes.
     std::set<std::string> allowed;
     if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out", "--backward"};
+    if (a.command == "bench")
+        allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json"};
     if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward"};
     if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output", "--backward"};
 
@@ -105,11 +129,19 @@ Args parse_args(int argc, char** argv) {
                 seen = true;
                 dst = value;
             };
+            auto once_count = [&](bool& seen, int& dst, int lo, int hi) {
+                if (seen) usage_fail("option " + opt + " is given twice");
+                seen = true;
+                dst = count_option(opt, value, lo, hi);
+            };
             if (opt == "--fetch") a.fetch.push_back(value);
             else if (opt == "--feed") a.feed.push_back(value);
             else if (opt == "--params") once(a.has_params, a.params);
             else if (opt == "--out") once(a.has_out, a.out);
             else if (opt == "--backward") once(a.has_backward, a.backward);
+            else if (opt == "--threads") once_count(a.has_threads, a.threads, 0, 1024);
+            else if (opt == "--runs") once_count(a.has_runs, a.runs, 1, 10'000'000);
+            else if (opt == "--warmup") once_count(a.has_warmup, a.warmup, 0, 10'000'000);
             else once(a.has_output, a.output);  // -o, --output
         } else {
             if (!a.program.empty()) usage_fail("unexpected argument '" + arg + "'");
@@ -117,7 +149,7 @@ Args parse_args(int argc, char** argv) {
         }
     }
     if (a.program.empty()) usage_fail("'" + a.command + "' needs a PROGRAM.json");
-    if ((a.command == "run" || a.command == "plan") && a.fetch.empty())
+    if ((a.command == "run" || a.command == "bench" || a.command == "plan") && a.fetch.empty())
         usage_fail("'" + a.command + "' needs at least one --fetch NAME");
     return a;
 }
@@ -286,6 +318,24 @@ ProgramDesc load_for(const Args& a) {
     return desc;
 }
 
+// Reads every persistable variable that `plan` takes from the scope from
+// DIR/<escaped name>.npy into the session's root scope.
+void load_params(Session<cpu>& session, const ExecutionPlan& plan, const std::string& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) throw io_error("dlgraph.io.open", "--params '" + dir + "' is not a directory");
+    const BlockDesc& blk = session.program().blocks[0];
+    for (int v : plan.scope_reads) {
+        const std::string& name = plan.values[static_cast<std::size_t>(v)].name;
+        const std::string path = npy_path(dir, name);
+        if (!fs::exists(path, ec))
+            throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
+                                                           "' in --params directory");
+        Tensor t = read_npy(path);
+        check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
+        session.scope().var(name).get_mutable<Tensor>() = std::move(t);
+    }
+}
+
 // ---- commands --------------------------------------------------------------------
 
 int cmd_run(const Args& a) {
@@ -300,24 +350,7 @@ int cmd_run(const Args& a) {
         fed_values.push_back(read_npy(f.file));
     }
     Session<cpu> session(std::move(desc));
-    const BlockDesc& blk = session.program().blocks[0];
-
-    if (a.has_params) {
-        std::error_code ec;
-        if (!fs::is_directory(a.params, ec))
-            throw io_error("dlgraph.io.open", "--params '" + a.params + "' is not a directory");
-        const ExecutionPlan& plan = session.plan(targets, fed_names);
-        for (int v : plan.scope_reads) {
-            const std::string& name = plan.values[static_cast<std::size_t>(v)].name;
-            const std::string path = npy_path(a.params, name);
-            if (!fs::exists(path, ec))
-                throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
-                                                               "' in --params directory");
-            Tensor t = read_npy(path);
-            check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
-            session.scope().var(name).get_mutable<Tensor>() = std::move(t);
-        }
-    }
+    if (a.has_params) load_params(session, session.plan(targets, fed_names), a.params);
 
     std::vector<Feed> feeds;
     feeds.reserve(fed_names.size());
@@ -338,6 +371,179 @@ int cmd_run(const Args& a) {
                   path + "\n";
     }
     std::cout << report;
+    return 0;
+}
+
+// The q-quantile of sorted values, interpolated linearly between ranks (as
+// NumPy's percentile does by default).
+double quantile(const std::vector<double>& sorted, double q) {
+    const double pos = q * static_cast<double>(sorted.size() - 1);
+    const auto lo = static_cast<std::size_t>(pos);
+    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+std::string fixed_text(double v, int decimals) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+    return std::string(buf, r.ptr);
+}
+
+std::string pad_left(const std::string& s, std::size_t w) { return std::string(w - std::min(w, s.size()), ' ') + s; }
+std::string pad_right(const std::string& s, std::size_t w) { return s + std::string(w - std::min(w, s.size()), ' '); }
+
+struct OpTime {
+    std::string type;  // an op type, or a fused chain's types joined by '+'
+    int count = 0;     // steps (or chains) of this type in the plan
+    std::chrono::nanoseconds total{};
+};
+
+int cmd_bench(const Args& a) {
+    ProgramDesc desc = load_program_file(a.program);
+    const auto feeds_spec = parse_feeds(a.feed, true);
+    const auto targets = fetch_targets(a.fetch);
+
+    std::vector<std::string> fed_names;
+    std::vector<Tensor> fed_values;
+    for (auto& f : feeds_spec) {
+        fed_names.push_back(f.name);
+        fed_values.push_back(read_npy(f.file));
+    }
+    SessionOptions opts;
+    opts.threads = a.threads;
+    Session<cpu> session(std::move(desc), opts);
+    // Planned once here; every run below finds this bound plan.
+    const ExecutionPlan& plan = session.plan(targets, fed_names);
+    if (a.has_params) load_params(session, plan, a.params);
+
+    std::vector<Feed> feeds;
+    feeds.reserve(fed_names.size());
+    for (std::size_t i = 0; i < fed_names.size(); ++i) feeds.emplace_back(fed_names[i], fed_values[i]);
+    std::vector<Tensor> out(targets.size());
+    // The first run also initializes persistables and infers shapes.
+    for (int i = 0; i < a.warmup; ++i) session.eval_into(targets, feeds, out);
+
+    using clock = std::chrono::steady_clock;
+    std::vector<double> latency(static_cast<std::size_t>(a.runs));
+    for (auto& l : latency) {
+        const auto t0 = clock::now();
+        session.eval_into(targets, feeds, out);
+        l = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+    }
+    // Ops are timed in runs of their own, so that reading the clock around
+    // every kernel does not count in the latencies above.
+    std::vector<std::chrono::nanoseconds> step_time;
+    for (int i = 0; i < a.runs; ++i) session.eval_into_profiled(targets, feeds, out, step_time);
+
+    // A fused chain of element-wise steps runs as its last step (the others
+    // do nothing), so it counts as one entry named by all its op types.
+    const auto chains = session.fused_steps(targets, fed_names);
+    std::vector<OpTime> ops;
+    std::chrono::nanoseconds ops_total{};
+    for (std::size_t s = 0; s < plan.steps.size();) {
+        std::size_t last = s;
+        for (auto& [first, end] : chains)
+            if (static_cast<std::size_t>(first) == s) last = static_cast<std::size_t>(end);
+        std::string type;
+        std::chrono::nanoseconds t{};
+        for (std::size_t k = s; k <= last; ++k) {
+            type += (k > s ? "+" : "") + std::string(plan.steps[k].def->type);
+            t += step_time[k];
+        }
+        auto it = std::find_if(ops.begin(), ops.end(), [&](const OpTime& o) { return o.type == type; });
+        if (it == ops.end()) it = ops.insert(ops.end(), OpTime{type});
+        ++it->count;
+        it->total += t;
+        ops_total += t;
+        s = last + 1;
+    }
+    std::stable_sort(ops.begin(), ops.end(), [](const OpTime& x, const OpTime& y) { return x.total > y.total; });
+    auto us = [](std::chrono::nanoseconds d) { return std::chrono::duration<double, std::micro>(d).count(); };
+    auto share = [&](const OpTime& o) { return ops_total.count() > 0 ? us(o.total) / us(ops_total) : 0.0; };
+
+    // Memory for the shapes of this run: feeds as given, persistables as
+    // they are in the scope now.
+    std::vector<VarMeta> metas(plan.values.size());
+    std::vector<bool> known(plan.values.size(), false);
+    for (std::size_t i = 0; i < fed_names.size(); ++i)
+        if (const int v = plan.feed_values[i]; v >= 0) {
+            metas[static_cast<std::size_t>(v)] = {fed_values[i].dtype(), fed_values[i].shape()};
+            known[static_cast<std::size_t>(v)] = true;
+        }
+    for (int v : plan.scope_reads) {
+        const PlannedValue& pv = plan.values[static_cast<std::size_t>(v)];
+        const Variable* var = session.scope().find(pv.name);
+        if (var && var->is<Tensor>() && var->initialized())
+            metas[static_cast<std::size_t>(v)] = {var->get<Tensor>().dtype(), var->get<Tensor>().shape()};
+        else
+            metas[static_cast<std::size_t>(v)] = pv.declared;
+        known[static_cast<std::size_t>(v)] = true;
+    }
+    std::vector<DataType> kernel_dtypes;
+    infer_plan(plan, metas, known, kernel_dtypes, DeviceKind::CPU, cpu::name);
+    const MemoryPlan mem = plan_memory(plan, metas);
+
+    std::vector<std::string> fetch_names;
+    for (auto& t : targets) fetch_names.push_back(t.var);
+    std::sort(latency.begin(), latency.end());
+    const double mean = std::accumulate(latency.begin(), latency.end(), 0.0) / static_cast<double>(latency.size());
+    const double lmin = latency.front(), lmed = quantile(latency, 0.5), lp90 = quantile(latency, 0.9),
+                 lmax = latency.back();
+
+    if (a.json) {
+        json jops = json::array();
+        for (auto& o : ops)
+            jops.push_back({{"type", o.type},
+                            {"count", o.count},
+                            {"total_us", us(o.total)},
+                            {"per_run_us", us(o.total) / a.runs},
+                            {"share", share(o)}});
+        json j = {{"program", a.program},
+                  {"fetch", fetch_names},
+                  {"fed", fed_names},
+                  {"threads", a.threads},
+                  {"warmup", a.warmup},
+                  {"runs", a.runs},
+                  {"latency_us", {{"min", lmin}, {"median", lmed}, {"p90", lp90}, {"max", lmax}, {"mean", mean}}},
+                  {"ops", std::move(jops)},
+                  {"memory",
+                   {{"arena_bytes", mem.arena_bytes},
+                    {"lower_bound", mem.lower_bound},
+                    {"unshared_bytes", mem.unshared_bytes}}}};
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+
+    auto count = [](int n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
+    std::string text = "bench " + a.program + ": " + count(a.runs, "run") + " after " + count(a.warmup, "warm-up run") +
+                       ", " + (a.threads ? count(a.threads, "thread") : "every hardware thread") + "\n";
+    text += "fetch:";
+    for (auto& f : fetch_names) text += " " + f;
+    text += "\nfed:";
+    if (feeds_spec.empty()) text += " (none)";
+    for (std::size_t i = 0; i < fed_names.size(); ++i)
+        text += " " + fed_names[i] + " " + to_string(fed_values[i].dtype()) + " " + to_string(fed_values[i].shape());
+    text += "\nlatency (us): min " + fixed_text(lmin, 3) + "  median " + fixed_text(lmed, 3) + "  p90 " +
+            fixed_text(lp90, 3) + "  max " + fixed_text(lmax, 3) + "  mean " + fixed_text(mean, 3) + "\n";
+    text += "time per op type, summed over " + count(a.runs, "more run") + " with each op timed:\n";
+    if (ops.empty()) text += "  (no ops)\n";
+    std::vector<std::array<std::string, 5>> rows{{"type", "count", "total us", "us per run", "share"}};
+    for (auto& o : ops)
+        rows.push_back({o.type, std::to_string(o.count), fixed_text(us(o.total), 3),
+                        fixed_text(us(o.total) / a.runs, 3), fixed_text(100 * share(o), 1) + "%"});
+    std::array<std::size_t, 5> w{};
+    for (auto& r : rows)
+        for (std::size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
+    if (!ops.empty())
+        for (auto& r : rows) {
+            std::string line = "  " + pad_right(r[0], w[0]);
+            for (std::size_t c = 1; c < r.size(); ++c) line += "  " + pad_left(r[c], w[c]);
+            text += line + "\n";
+        }
+    text += "memory: arena " + std::to_string(mem.arena_bytes) + " bytes in " + std::to_string(mem.slot_bytes.size()) +
+            " slots, lower bound " + std::to_string(mem.lower_bound) + " bytes, one buffer per value " +
+            std::to_string(mem.unshared_bytes) + " bytes\n";
+    std::cout << text;
     return 0;
 }
 
@@ -462,6 +668,7 @@ int main(int argc, char** argv) {
         Args a = parse_args(argc, argv);
         int rc = 0;
         if (a.command == "run") rc = cmd_run(a);
+        else if (a.command == "bench") rc = cmd_bench(a);
         else if (a.command == "inspect") rc = cmd_inspect(a);
         else if (a.command == "plan") rc = cmd_plan(a);
         else rc = cmd_dot(a);

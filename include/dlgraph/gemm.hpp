@@ -302,10 +302,10 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
     const view<T> a = trans_a ? view<T>{A, 1, lda} : view<T>{A, lda, 1};
     const view<T> b = trans_b ? view<T>{B, 1, ldb} : view<T>{B, ldb, 1};
     // Threads take strips of C: columns when there are enough of them,
-    // else rows; a product too small to pay for waking a thread runs here.
+    // else rows. A strip is at least ~2M multiply-adds (about 10 us), so
+    // waking a thread never costs more than it saves.
     const int threads = parallelism();
-    const std::int64_t flops = M * N * K;
-    int strips = static_cast<int>(std::min<std::int64_t>(threads, flops / (64 * 1024)));
+    int strips = static_cast<int>(std::min<std::int64_t>(threads, M * N * K / (std::int64_t(1) << 21)));
     if (strips <= 1) {
         serial_gemm(M, N, K, alpha, a, b, accumulate, C, ldc);
         return;

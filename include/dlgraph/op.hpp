@@ -97,6 +97,8 @@ struct KernelContext {
     // (feed and fetch read and write TensorLists).
     slot_view<Variable*> in_vars_;
     slot_view<Variable*> out_vars_;
+    // Private data of a step the session made itself (a fused chain).
+    const void* fused = nullptr;
 
     const Tensor& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     int in_count(int slot) const { return in_.count(slot); }
@@ -109,6 +111,16 @@ struct KernelContext {
 
 using KernelFn = void (*)(const KernelContext&);
 using KernelTable = std::array<KernelFn, num_dtypes>;
+
+// An element-wise op's math on one block, for fused chains (fusion.hpp):
+// z[i] = f(x[i * sx], y[i * sy]) for i < n, with sx, sy in {0, 1}; unary
+// ops ignore y. One per floating dtype (FP32, FP64).
+using BlockFn = void (*)(std::int64_t n, const void* x, int sx, const void* y, int sy, void* z);
+struct Fusible {
+    int arity = 0;  // 0: not fusible; 1: unary (X); 2: binary (X, Y, attribute `axis`)
+    BlockFn fp32 = nullptr, fp64 = nullptr;
+    BlockFn fn(DataType t) const { return t == DataType::FP32 ? fp32 : t == DataType::FP64 ? fp64 : nullptr; }
+};
 
 // ---- gradients --------------------------------------------------------------
 //
@@ -161,6 +173,8 @@ struct OpDef {
     GradMaker grad_maker = nullptr;
     // Input slots that never get a gradient (integer labels, shapes).
     std::vector<std::string_view> no_grad_inputs{};
+    // Set for element-wise ops the session may fuse into one pass.
+    Fusible fusible{};
 
     bool differentiable() const { return grad_maker != nullptr || !grad_spec.type.empty(); }
 

@@ -6,10 +6,13 @@
 // each step's kernel through a prepared context and copies targets out.
 #pragma once
 
+#include <chrono>
 #include <mutex>
 
+#include "dlgraph/fusion.hpp"
 #include "dlgraph/planner.hpp"
 #include "dlgraph/scope.hpp"
+#include "dlgraph/thread_pool.hpp"
 #include "dlgraph/xtensor.hpp"
 
 namespace dlgraph {
@@ -70,8 +73,13 @@ private:
 };
 
 struct SessionOptions {
-    // Reserved for the thread pool (issue: CPU performance).
+    // Threads each kernel may use (intra-op parallelism, from the process's
+    // one pool; see thread_pool.hpp); 0 means every hardware thread.
+    // Results do not depend on it.
     int threads = 1;
+    // Run chains of element-wise ops as one pass over memory (fusion.hpp).
+    // Results are the same bits either way.
+    bool fuse = true;
 };
 
 template <device_policy Device = cpu>
@@ -130,13 +138,26 @@ public:
     // Evaluates targets into `out` (one tensor per target), reusing the
     // storage `out` already has: in steady state this allocates nothing.
     void eval_into(std::span<const TargetRef> targets, std::span<const Feed> feeds, std::span<Tensor> out) {
+        eval_into_impl(targets, feeds, out, nullptr);
+    }
+    // eval_into that also times each step's kernel call: the time of step s
+    // (plan(targets, fed).steps[s]) is added to step_time[s], so a caller
+    // can sum over runs; a fused chain's time goes to its last step (see
+    // fused_steps). step_time is first resized to the plan's step count
+    // (new entries zero). Only this call reads the clock; eval_into does not.
+    void eval_into_profiled(std::span<const TargetRef> targets, std::span<const Feed> feeds, std::span<Tensor> out,
+                            std::vector<std::chrono::nanoseconds>& step_time) {
+        eval_into_impl(targets, feeds, out, &step_time);
+    }
+
+    // The step ranges [first, last] of `plan(targets, fed)` that the last run
+    // fused into one pass each (empty before the first run, or with fuse off).
+    std::vector<std::pair<int, int>> fused_steps(std::span<const TargetRef> targets, std::span<const std::string> fed) {
         std::lock_guard lock(mu_);
         check_open();
-        if (out.size() != targets.size())
-            throw graph_error("dlgraph.graph.target", "eval_into: " + std::to_string(targets.size()) + " targets but " +
-                                                          std::to_string(out.size()) + " outputs");
-        bound_plan& bp = plan_for(targets, feeds);
-        run(bp, feeds, out);
+        std::vector<std::pair<int, int>> r;
+        for (auto& c : find_or_make(targets, fed).fused) r.emplace_back(c->first, c->last);
+        return r;
     }
 
     // The cached plan for these targets and fed names (planned if needed).
@@ -205,11 +226,24 @@ private:
         std::vector<Variable*> out_var_ptrs;
         std::vector<std::pair<KernelFn, KernelContext>> steps;
         std::vector<std::shared_ptr<Buffer>> arena;
+        std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
         bool shaped = false;
     };
 
     void check_open() const {
         if (!root_) throw session_error("dlgraph.session.closed", "the session is closed");
+    }
+
+    void eval_into_impl(std::span<const TargetRef> targets, std::span<const Feed> feeds, std::span<Tensor> out,
+                        std::vector<std::chrono::nanoseconds>* step_time) {
+        std::lock_guard lock(mu_);
+        check_open();
+        if (out.size() != targets.size())
+            throw graph_error("dlgraph.graph.target", "eval_into: " + std::to_string(targets.size()) + " targets but " +
+                                                          std::to_string(out.size()) + " outputs");
+        bound_plan& bp = plan_for(targets, feeds);
+        if (step_time) step_time->resize(bp.plan.steps.size());
+        run(bp, feeds, out, step_time ? step_time->data() : nullptr);
     }
 
     static bool same_fed(const ExecutionPlan& p, std::span<const Feed> feeds) {
@@ -409,6 +443,8 @@ private:
         for (std::size_t s = 0; s < p.steps.size(); ++s)
             bp.steps[s].first = p.steps[s].def->kernel(Device::kind, kernel_dtypes[s]);
         bp.metas = std::move(metas);
+        bp.fused.clear();
+        if (opts_.fuse) bp.fused = detail::fuse_chains(p, bp.steps, bp.metas);
         for (std::size_t i = 0; i < bp.inputs.size(); ++i)
             bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
         bp.shaped = true;
@@ -423,11 +459,24 @@ private:
         return true;
     }
 
-    void run(bound_plan& bp, std::span<const Feed> feeds, std::span<Tensor> out) {
+    // With `step_time` (one entry per step), each kernel call's time is added
+    // to its entry; without, the loop reads no clock.
+    void run(bound_plan& bp, std::span<const Feed> feeds, std::span<Tensor> out,
+             std::chrono::nanoseconds* step_time = nullptr) {
         bind_feeds(bp, feeds);  // checks feeds before anything else changes
+        const parallelism_scope threads(opts_.threads);
         initialize(bp);
         if (!signature_matches(bp)) shape_pass(bp);
-        for (auto& [fn, ctx] : bp.steps) fn(ctx);
+        if (!step_time) {
+            for (auto& [fn, ctx] : bp.steps) fn(ctx);
+        } else {
+            using clock = std::chrono::steady_clock;
+            for (std::size_t s = 0; s < bp.steps.size(); ++s) {
+                const auto t0 = clock::now();
+                bp.steps[s].first(bp.steps[s].second);
+                step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+            }
+        }
         const ExecutionPlan& p = bp.plan;
         for (std::size_t i = 0; i < out.size(); ++i) {
             int v = p.target_values[i];

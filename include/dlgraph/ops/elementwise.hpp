@@ -15,6 +15,10 @@ template <class T> inline constexpr bool simd_type = std::is_same_v<T, float> ||
 template <class V> inline constexpr bool is_batch = xsimd::is_batch<V>::value;
 
 // Applies z[i] = f(x[i*sx], y[i*sy]) for i < n, with sx, sy in {0, 1}.
+// For FP types the last partial vector also goes through the batch path
+// (via a padded copy), so an element's result does not depend on where it
+// sits: xsimd's exp or tanh and the C library's differ in the last bit, and
+// fused chains cut the data at other places than the unfused ops.
 template <class T, class F>
 inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) {
     std::int64_t i = 0;
@@ -30,6 +34,16 @@ inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, 
             B xb(*x);
             for (; i + W <= n; i += W) f(xb, B::load_unaligned(y + i)).store_unaligned(z + i);
         }
+        if (i < n) {
+            alignas(64) T xt[W] = {}, yt[W] = {}, zt[W];
+            for (std::int64_t k = i; k < n; ++k) {
+                xt[k - i] = x[k * sx];
+                yt[k - i] = y[k * sy];
+            }
+            f(B::load_aligned(xt), B::load_aligned(yt)).store_aligned(zt);
+            std::copy(zt, zt + (n - i), z + i);
+        }
+        return;
     }
     for (; i < n; ++i) z[i] = f(x[i * sx], y[i * sy]);
 }
@@ -40,8 +54,29 @@ template <class T, class F> inline void unary_loop(std::int64_t n, const T* x, T
         using B = xsimd::batch<T>;
         constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
         for (; i + W <= n; i += W) f(B::load_unaligned(x + i)).store_unaligned(z + i);
+        if (i < n) {  // as in binary_loop
+            alignas(64) T xt[W] = {}, zt[W];
+            std::copy(x + i, x + n, xt);
+            f(B::load_aligned(xt)).store_aligned(zt);
+            std::copy(zt, zt + (n - i), z + i);
+        }
+        return;
     }
     for (; i < n; ++i) z[i] = f(x[i]);
+}
+
+// The Fusible entry of an op whose math is functor F (binary or unary).
+template <class F, int Arity> Fusible fusible_of() {
+    auto block = []<class T>(type_tag<T>) -> BlockFn {
+        return [](std::int64_t n, const void* x, int sx, const void* y, int sy, void* z) {
+            if constexpr (Arity == 2)
+                binary_loop(n, static_cast<const T*>(x), sx, static_cast<const T*>(y), sy, static_cast<T*>(z), F{});
+            else
+                unary_loop(n, static_cast<const T*>(x), static_cast<T*>(z), F{});
+            (void)sx, (void)y, (void)sy;
+        };
+    };
+    return {Arity, block(type_tag<float>{}), block(type_tag<double>{})};
 }
 
 // ---- broadcasting ----------------------------------------------------------
@@ -211,6 +246,7 @@ template <class Fn> struct elementwise_binary {
         OpDef d{type, {{"X"}, {"Y"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &infer};
         d.kernels[0] = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
         d.doc = doc;
+        if constexpr (!std::is_same_v<Fn, pow_fn>) d.fusible = fusible_of<Fn, 2>();
         d.grad_spec = {grad_type, {"X", "Y"}, {"Out"}, {"X", "Y"}};
         return d;
     }
@@ -371,6 +407,7 @@ template <class Fn> struct elementwise_unary {
         OpDef d{type, {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
         d.kernels[0] = cpu_kernels<elementwise_unary, Ts...>();
         d.doc = doc;
+        d.fusible = fusible_of<Fn, 1>();
         d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
         return d;
     }

@@ -1,0 +1,235 @@
+// Fusion of element-wise chains. After a shape pass the session looks for
+// runs of plan steps that are element-wise ops (OpDef::fusible) where each
+// step consumes the previous one's result and nothing else reads it, e.g.
+// `a*b + c` or `relu(matmul(x, w) + b)`'s `+ b, relu`. Such a chain runs as
+// one step that walks the output in blocks small enough for L1: every op is
+// applied to the block in a scratch buffer, and only the last writes memory,
+// so the values in between never leave the cache. The intermediate values
+// keep their arena slots but are not written.
+//
+// An operand of a chain op is the running value, a tensor of the output's
+// size, a single element, or a "row": a tensor equal to the output's trailing
+// dims (a bias), repeated every `row` elements; blocks are whole rows.
+// A broadcast operand that shares memory with the output (an arena slot
+// reused) would be overwritten while it is still read: that chain then runs
+// its ops one by one, as unfused.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "dlgraph/op.hpp"
+#include "dlgraph/planner.hpp"
+#include "dlgraph/tensor.hpp"
+#include "dlgraph/thread_pool.hpp"
+
+namespace dlgraph::detail {
+
+struct fused_operand {
+    enum kind_t { running, full, scalar, row };
+    kind_t kind = running;
+    const Tensor* t = nullptr;
+};
+
+struct fused_chain {
+    struct instr {
+        BlockFn fn;
+        fused_operand x, y;
+    };
+    std::vector<instr> instrs;
+    int first = 0, last = 0;  // the plan steps it covers
+    Tensor* out = nullptr;
+    std::int64_t n = 0;      // elements of the output
+    std::int64_t row = 0;    // period of row operands (0: none)
+    std::int64_t block = 0;  // elements per block (a multiple of row)
+    std::size_t elem = 0;    // bytes per element
+    int max_threads = 1;     // scratch blocks: one per thread
+    std::unique_ptr<Buffer> scratch;
+    std::vector<std::pair<KernelFn, KernelContext>> unfused;  // the chain's steps, for the aliasing fallback
+};
+
+// Elements per block: 2,048 (8 KiB of FP32) rounded to whole rows.
+inline constexpr std::int64_t fused_block = 2048;
+// Elements per thread below which a chain runs on one thread.
+inline constexpr std::int64_t fused_per_thread = 1 << 16;
+
+inline const char* operand_at(const fused_operand& o, std::int64_t off, std::size_t elem, const char* scratch) {
+    switch (o.kind) {
+        case fused_operand::running: return scratch;
+        case fused_operand::full: return static_cast<const char*>(o.t->raw()) + static_cast<std::size_t>(off) * elem;
+        default: return static_cast<const char*>(o.t->raw());
+    }
+}
+
+inline bool overlaps(const Tensor& a, const Tensor& b) {
+    const char* pa = static_cast<const char*>(a.raw());
+    const char* pb = static_cast<const char*>(b.raw());
+    return pa < pb + b.bytes() && pb < pa + a.bytes();
+}
+
+// Blocks [b0, b1) of chain c, with `scratch` one block of this thread's.
+inline void run_blocks(const fused_chain& c, std::int64_t b0, std::int64_t b1, char* scratch) {
+    char* z = static_cast<char*>(c.out->raw());
+    const std::size_t last = c.instrs.size() - 1;
+    for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t off = b * c.block, len = std::min(c.block, c.n - off);
+        for (std::size_t k = 0; k <= last; ++k) {
+            const auto& in = c.instrs[k];
+            char* dst = k == last ? z + static_cast<std::size_t>(off) * c.elem : scratch;
+            const char* x = operand_at(in.x, off, c.elem, scratch);
+            const char* y = operand_at(in.y, off, c.elem, scratch);
+            const int sx = in.x.kind != fused_operand::scalar, sy = in.y.kind != fused_operand::scalar;
+            if (in.x.kind != fused_operand::row && in.y.kind != fused_operand::row) {
+                in.fn(len, x, sx, y, sy, dst);
+                continue;
+            }
+            // Row by row: the row operand restarts at each row.
+            const std::size_t rb = static_cast<std::size_t>(c.row) * c.elem;
+            for (std::int64_t r = 0; r < len / c.row; ++r) {
+                const std::size_t o = static_cast<std::size_t>(r) * rb;
+                in.fn(c.row, in.x.kind == fused_operand::row ? x : x + o * static_cast<std::size_t>(sx), sx,
+                      in.y.kind == fused_operand::row ? y : y + o * static_cast<std::size_t>(sy), sy, dst + o);
+            }
+        }
+    }
+}
+
+inline void run_fused(const fused_chain& c) {
+    for (auto& in : c.instrs)
+        for (const fused_operand* o : {&in.x, &in.y})
+            if ((o->kind == fused_operand::scalar || o->kind == fused_operand::row) && overlaps(*o->t, *c.out)) {
+                for (auto& [fn, ctx] : c.unfused) fn(ctx);
+                return;
+            }
+    char* scratch = static_cast<char*>(c.scratch->data());
+    const std::int64_t blocks = (c.n + c.block - 1) / c.block;
+    const int tasks = static_cast<int>(
+        std::clamp<std::int64_t>(c.n / fused_per_thread, 1, std::min(dlgraph::parallelism(), c.max_threads)));
+    if (tasks == 1) return run_blocks(c, 0, blocks, scratch);
+    parallel_for(tasks, [&](int t) {
+        run_blocks(c, blocks * t / tasks, blocks * (t + 1) / tasks,
+                   scratch + static_cast<std::size_t>(t) * static_cast<std::size_t>(c.block) * c.elem);
+    });
+}
+
+// Classifies tensor `t` as an operand of an op whose output has shape `out`
+// (`axis`: the op's axis attribute); false when the chain cannot take it.
+inline bool classify_operand(const Tensor& t, const Shape& out, std::int64_t axis, fused_operand& o,
+                             std::int64_t& row) {
+    o.t = &t;
+    const Shape& s = t.shape();
+    if (s == out || (t.numel() == out.numel() && axis == -1 && s.rank() <= out.rank())) {
+        // Same elements in the same order (leading unit dims aside).
+        bool same = true;
+        for (int i = 1; i <= s.rank() && same; ++i) same = s[s.rank() - i] == out[out.rank() - i];
+        if (same) {
+            o.kind = fused_operand::full;
+            return true;
+        }
+    }
+    if (t.numel() == 1) {
+        o.kind = fused_operand::scalar;
+        return true;
+    }
+    // A row: s without its leading unit dims equals out's trailing dims.
+    int lead = 0;
+    while (lead < s.rank() && s[lead] == 1) ++lead;
+    const int rr = s.rank() - lead;
+    if (rr == 0 || rr > out.rank() || (axis != -1 && axis != out.rank() - rr)) return false;
+    for (int i = 0; i < rr; ++i)
+        if (s[lead + i] != out[out.rank() - rr + i]) return false;
+    if (row != 0 && row != t.numel()) return false;  // one period per chain
+    row = t.numel();
+    o.kind = fused_operand::row;
+    return true;
+}
+
+// Finds the fusible chains of a shaped plan. `steps` are the bound steps
+// (kernels set, tensors bound); a chain's first steps become no-ops and its
+// last runs the chain (so every external operand is ready by then).
+inline std::vector<std::unique_ptr<fused_chain>> fuse_chains(const ExecutionPlan& p,
+                                                             std::vector<std::pair<KernelFn, KernelContext>>& steps,
+                                                             const std::vector<VarMeta>& metas) {
+    std::vector<std::unique_ptr<fused_chain>> chains;
+    std::vector<int> uses(p.values.size(), 0);
+    for (auto& st : p.steps)
+        for (int v : st.ins) ++uses[static_cast<std::size_t>(v)];
+
+    // A step that may take part: a fusible op on FP32/FP64, one output.
+    auto fusible = [&](std::size_t s) -> BlockFn {
+        const PlannedStep& st = p.steps[s];
+        if (st.def->fusible.arity == 0 || st.outs.size() != 1) return nullptr;
+        return st.def->fusible.fn(metas[static_cast<std::size_t>(st.outs[0])].dtype);
+    };
+    // The running value `prev` may stay in the cache if only step s reads it.
+    auto private_to = [&](int prev, std::size_t s) {
+        const PlannedValue& pv = p.values[static_cast<std::size_t>(prev)];
+        int reads = 0;
+        for (int v : p.steps[s].ins) reads += v == prev;
+        return pv.kind == ValueKind::intermediate && !pv.target && uses[static_cast<std::size_t>(prev)] == reads;
+    };
+
+    std::size_t s = 0;
+    while (s < p.steps.size()) {
+        if (!fusible(s)) {
+            ++s;
+            continue;
+        }
+        // Grow a chain from s while the next step reads only-here values.
+        auto chain = std::make_unique<fused_chain>();
+        const int first_out = p.steps[s].outs[0];
+        const VarMeta& om = metas[static_cast<std::size_t>(first_out)];
+        std::size_t e = s;  // last step in the chain
+        int prev = -1;
+        for (std::size_t t = s; t < p.steps.size(); ++t) {
+            const BlockFn fn = fusible(t);
+            const PlannedStep& st = p.steps[t];
+            if (!fn) break;
+            const VarMeta& m = metas[static_cast<std::size_t>(st.outs[0])];
+            if (m.dtype != om.dtype || !(m.shape == om.shape)) break;
+            if (t > s && !private_to(prev, t)) break;
+            fused_chain::instr in{fn, {}, {}};
+            const std::int64_t axis = st.def->fusible.arity == 2 ? st.attrs[0].i : -1;
+            bool ok = true;
+            std::int64_t row = chain->row;
+            const int nin = st.def->fusible.arity;
+            for (int k = 0; k < nin && ok; ++k) {
+                const int v = st.ins[st.in_off[static_cast<std::size_t>(k)]];
+                fused_operand& o = k == 0 ? in.x : in.y;
+                if (t > s && v == prev) o.kind = fused_operand::running;
+                else ok = classify_operand(steps[t].second.in(k), m.shape, axis, o, row);
+            }
+            if (!ok) break;
+            chain->row = row;
+            chain->instrs.push_back(in);
+            prev = st.outs[0];
+            e = t;
+        }
+        if (e == s) {  // a single op gains nothing
+            ++s;
+            continue;
+        }
+        chain->first = static_cast<int>(s);
+        chain->last = static_cast<int>(e);
+        chain->out = &steps[e].second.out(0);
+        chain->n = om.shape.numel();
+        chain->elem = dtype_size(om.dtype);
+        chain->block = chain->row > 0 ? std::max<std::int64_t>(1, fused_block / chain->row) * chain->row : fused_block;
+        chain->block = std::min(chain->block, std::max<std::int64_t>(chain->n, 1));
+        chain->max_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+        chain->scratch = std::make_unique<Buffer>(static_cast<std::size_t>(chain->block) * chain->elem *
+                                                  static_cast<std::size_t>(chain->max_threads));
+        for (std::size_t t = s; t <= e; ++t) chain->unfused.push_back(steps[t]);
+        for (std::size_t t = s; t < e; ++t) steps[t].first = [](const KernelContext&) {};
+        KernelContext ctx = steps[e].second;
+        ctx.fused = chain.get();
+        steps[e] = {[](const KernelContext& c) { run_fused(*static_cast<const fused_chain*>(c.fused)); }, ctx};
+        chains.push_back(std::move(chain));
+        s = e + 1;
+    }
+    return chains;
+}
+
+}  // namespace dlgraph::detail
