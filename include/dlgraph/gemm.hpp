@@ -144,28 +144,29 @@ template <class T> void pack_b(view<T> B, std::int64_t kc, std::int64_t n, T* ou
     }
 }
 
-// C tile (mr x nr, row stride ldc) = alpha * Ap * Bp (+ C when acc).
-// `rows` x `cols` of the tile are real; a partial tile goes through a
-// scratch tile so the kernel itself always runs full width.
-template <class T>
+// C tile (R x nr, row stride ldc) = alpha * Ap * Bp (+ C when acc), R <= mr
+// (Ap's panels are mr tall; a short last panel uses a shorter kernel rather
+// than multiplying padding). `rows` x `cols` of the tile are real; a partial
+// tile goes through a scratch tile so the kernel itself always runs full width.
+template <class T, int R>
 void micro_kernel(std::int64_t kc, const T* __restrict Ap, const T* __restrict Bp, T* C, std::int64_t ldc, T alpha,
                   bool acc, int rows, int cols) {
     constexpr int MR = mr<T>, NR = nr<T>;
     using B = batch<T>;
-    B s[MR][nv];
-    for (int r = 0; r < MR; ++r)
+    B s[R][nv];
+    for (int r = 0; r < R; ++r)
         for (int v = 0; v < nv; ++v) s[r][v] = B(T(0));
     for (std::int64_t k = 0; k < kc; ++k, Ap += MR, Bp += NR) {
         B b[nv];
         for (int v = 0; v < nv; ++v) b[v] = B::load_aligned(Bp + v * W<T>);
-        for (int r = 0; r < MR; ++r) {
+        for (int r = 0; r < R; ++r) {
             const B a(Ap[r]);
             for (int v = 0; v < nv; ++v) s[r][v] = xsimd::fma(a, b[v], s[r][v]);
         }
     }
     const B al(alpha);
-    if (rows == MR && cols == NR) {
-        for (int r = 0; r < MR; ++r)
+    if (rows == R && cols == NR) {
+        for (int r = 0; r < R; ++r)
             for (int v = 0; v < nv; ++v) {
                 T* cp = C + r * ldc + v * W<T>;
                 B res = s[r][v] * al;
@@ -174,11 +175,22 @@ void micro_kernel(std::int64_t kc, const T* __restrict Ap, const T* __restrict B
             }
         return;
     }
-    alignas(64) T tile[MR][NR];
-    for (int r = 0; r < MR; ++r)
+    alignas(64) T tile[R][NR];
+    for (int r = 0; r < R; ++r)
         for (int v = 0; v < nv; ++v) (s[r][v] * al).store_aligned(&tile[r][v * W<T>]);
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) C[r * ldc + c] = acc ? C[r * ldc + c] + tile[r][c] : tile[r][c];
+}
+
+// Runs the kernel for a tile of `rows` real rows: full height, or the
+// smallest of 2/3 or 1/3 of it that covers them.
+template <class T>
+void micro_tile(std::int64_t kc, const T* Ap, const T* Bp, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+                int cols) {
+    constexpr int MR = mr<T>;
+    if (rows > 2 * MR / 3) micro_kernel<T, MR>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
+    else if (rows > MR / 3) micro_kernel<T, 2 * MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
+    else micro_kernel<T, MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
 }
 
 // The packed product of an M x N block of C, one thread.
@@ -187,15 +199,17 @@ void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T
                  std::int64_t ldc) {
     constexpr int MR = mr<T>, NR = nr<T>;
     auto& buf = thread_buffers<T>();
-    const std::int64_t kc_max = std::min(K, kc_block);
+    // K in equal blocks of at most kc_block: 784 = 4 x 196, not 3 x 256 + 16
+    // (a thin last block pays the C updates and packing of a full one).
+    const std::int64_t kc_max = (K + (K + kc_block - 1) / kc_block - 1) / ((K + kc_block - 1) / kc_block);
     const std::int64_t nc_max = std::min((N + NR - 1) / NR * NR, nc_block<T>);
     const std::int64_t mc_max = std::min((M + MR - 1) / MR * MR, mc_block<T>);
     T* Bp = buf.b.get(kc_max * nc_max);
     T* Ap = buf.a.get(kc_max * mc_max);
     for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
         const std::int64_t nc = std::min(nc_block<T>, N - jc);
-        for (std::int64_t pc = 0; pc < K; pc += kc_block) {
-            const std::int64_t kc = std::min(kc_block, K - pc);
+        for (std::int64_t pc = 0; pc < K; pc += kc_max) {
+            const std::int64_t kc = std::min(kc_max, K - pc);
             const bool acc = accumulate || pc > 0;
             pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, kc, nc, Bp);
             for (std::int64_t ic = 0; ic < M; ic += mc_block<T>) {
@@ -205,7 +219,7 @@ void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T
                     const int cols = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
                     for (std::int64_t ir = 0; ir < mc; ir += MR) {
                         const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
-                        micro_kernel<T>(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha, acc,
+                        micro_tile<T>(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha, acc,
                                         rows, cols);
                     }
                 }
@@ -249,12 +263,19 @@ void small_rows(std::int64_t N, std::int64_t K, view<T> A, view<T> B, T* C, std:
     std::int64_t j = 0;
     for (; j + NV * w <= N; j += NV * w) small_tile<T, R, NV>(K, A, view<T>{B.p + j, B.rs, 1}, C + j, ldc, alpha, acc);
     for (; j + w <= N; j += w) small_tile<T, R, 1>(K, A, view<T>{B.p + j, B.rs, 1}, C + j, ldc, alpha, acc);
-    for (; j < N; ++j)
-        for (int r = 0; r < R; ++r) {
-            T s = T(0);
-            for (std::int64_t k = 0; k < K; ++k) s += A(r, k) * B(k, j);
-            C[r * ldc + j] = acc ? C[r * ldc + j] + alpha * s : alpha * s;
+    if (j == N) return;
+    // The last N % w columns in scalars, one accumulator per column so the
+    // multiply-adds of a k step do not wait on each other.
+    const int nt = static_cast<int>(N - j);
+    for (int r = 0; r < R; ++r) {
+        T s[w] = {};
+        for (std::int64_t k = 0; k < K; ++k) {
+            const T a = A(r, k);
+            const T* bk = &B(k, j);
+            for (int c = 0; c < nt; ++c) s[c] += a * bk[c];
         }
+        for (int c = 0; c < nt; ++c) C[r * ldc + j + c] = acc ? C[r * ldc + j + c] + alpha * s[c] : alpha * s[c];
+    }
 }
 
 template <class T>
@@ -262,7 +283,10 @@ void small_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T>
                 std::int64_t ldc) {
     std::int64_t i = 0;
     for (; i + 4 <= M; i += 4) small_rows<T, 4, 4>(N, K, view<T>{&A(i, 0), A.rs, A.cs}, B, C + i * ldc, ldc, alpha, acc);
-    for (; i < M; ++i) small_rows<T, 1, 8>(N, K, view<T>{&A(i, 0), A.rs, A.cs}, B, C + i * ldc, ldc, alpha, acc);
+    // A single row takes 16 vectors of columns: long contiguous reads of each
+    // row of B, which L2 and L3 stream fastest (the batch-1 case is bound by
+    // reading B).
+    for (; i < M; ++i) small_rows<T, 1, 16>(N, K, view<T>{&A(i, 0), A.rs, A.cs}, B, C + i * ldc, ldc, alpha, acc);
 }
 
 // One thread's share of the product: the small path where it pays, else packed.
