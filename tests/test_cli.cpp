@@ -391,10 +391,10 @@ TEST_CASE("cli: bench prints latency, time per op type and memory" * doctest::sk
         CHECK(share.back() == '%');
     }
     // The memory `plan` reports for the same feed.
-    CHECK(r.out.find("\nmemory: arena 104 bytes in 3 slots, lower bound 80 bytes, one buffer per value 128 bytes\n") !=
+    CHECK(r.out.find("\nmemory: arena 120 bytes in 2 slots, lower bound 80 bytes, one buffer per value 128 bytes\n") !=
           std::string::npos);
     auto plan = run_cli(n.dir, "plan " + q(n.program) + " --fetch probs --feed x=" + q(n.x_file));
-    CHECK(plan.out.find("arena: 104 bytes in 3 slots\n") != std::string::npos);
+    CHECK(plan.out.find("arena: 120 bytes in 2 slots\n") != std::string::npos);
     CHECK(plan.out.find("lower bound: 80 bytes\n") != std::string::npos);
 
     r = run_cli(n.dir, base + " --runs=7 --threads 2 --json");
@@ -422,7 +422,7 @@ TEST_CASE("cli: bench prints latency, time per op type and memory" * doctest::sk
     }
     CHECK(counts == std::map<std::string, int>{{"matmul", 2}, {"relu", 1}, {"softmax", 1}});
     CHECK(shares == doctest::Approx(1.0));
-    CHECK(j["memory"]["arena_bytes"] == 104);
+    CHECK(j["memory"]["arena_bytes"] == 120);
     CHECK(j["memory"]["lower_bound"] == 80);
 }
 

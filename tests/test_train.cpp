@@ -154,3 +154,42 @@ TEST_CASE("a small classifier learns (softmax cross-entropy, Adam)") {
     for (int it = 0; it < 60; ++it) last = s.eval(targets, {{x, xv}, {label, lv}}).back().item<double>();
     CHECK(last < 0.1 * first);
 }
+
+TEST_CASE("memory: an MLP's forward and training plans use at most 10% over the lower bound") {
+    // The example models of the CPU-performance issue: 784-512-512-10, SGD
+    // and Adam, batch 1, 64 and 256. The arena places values by size and
+    // lifetime (plan_memory), so weight gradients reuse the space of
+    // activations that died before them.
+    for (bool adam : {false, true})
+        for (std::size_t batch : {1u, 64u, 256u}) {
+            Program p;
+            auto x = p.input<float>("x", {-1, 784});
+            auto label = p.input<std::int64_t>("label", {-1, 1});
+            auto h1 = relu(matmul(x, p.parameter<float>("w1", {784, 512}, init::kaiming_uniform(1))) +
+                           p.parameter<float>("b1", {512}, init::constant(0)));
+            auto h2 = relu(matmul(h1, p.parameter<float>("w2", {512, 512}, init::kaiming_uniform(2))) +
+                           p.parameter<float>("b2", {512}, init::constant(0)));
+            auto logits = matmul(h2, p.parameter<float>("w3", {512, 10}, init::xavier_uniform(3))) +
+                          p.parameter<float>("b3", {10}, init::constant(0));
+            auto loss = mean(softmax_with_cross_entropy(logits, label).second);
+            const std::vector<TargetRef> forward{logits};
+            const std::vector<TargetRef> train =
+                adam ? Adam(0.001).minimize(loss).with({loss}) : SGD(0.01).minimize(loss).with({loss});
+            const std::vector<std::string> fed{"x", "label"};
+            xt::xarray<float> xv = xt::zeros<float>({batch, std::size_t(784)});
+            xt::xarray<std::int64_t> yv = xt::zeros<std::int64_t>({batch, std::size_t(1)});
+            const std::vector<Feed> feeds{{"x", xv}, {"label", yv}};
+            Session<cpu> s(p);
+            for (const auto* targets : {&forward, &train}) {
+                CHECK_THROWS_WITH_AS(s.memory_plan(*targets, fed), doctest::Contains("has not run yet"), session_error);
+                std::vector<Tensor> out(targets->size());
+                s.eval_into(*targets, feeds, out);
+                const MemoryPlan m = s.memory_plan(*targets, fed);
+                INFO((adam ? "Adam" : "SGD") << " batch " << batch << (targets == &train ? " train" : " forward")
+                                             << ": arena " << m.arena_bytes << ", lower bound " << m.lower_bound);
+                CHECK(m.arena_bytes >= m.lower_bound);
+                CHECK(double(m.arena_bytes) <= 1.10 * double(m.lower_bound));
+                CHECK(m.arena_bytes < m.unshared_bytes);
+            }
+        }
+}

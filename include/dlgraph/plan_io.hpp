@@ -15,6 +15,8 @@
 // (first_step), or alive to the end because it is a target (last_step).
 #pragma once
 
+#include <optional>
+
 #include <climits>
 #include <string>
 #include <vector>
@@ -165,13 +167,18 @@ inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* 
         wtype = std::max(wtype, types.back().size());
         wbytes = std::max(wbytes, bytes.back().size());
     }
+    // With concrete metas, slots are the memory plan's for those sizes.
+    std::optional<MemoryPlan> mem;
+    if (metas) mem = plan_memory(p, *metas);
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
+        const int slot = mem ? mem->value_slot[v] : pv.slot;
         std::string line = "  " + pad(pv.name, wname) + "  " +
                            pad(std::string(value_kind_names[static_cast<int>(pv.kind)]), 12) + "  " +
                            pad(types[v], wtype);
         if (metas) line += "  " + pad(bytes[v], wbytes);
-        if (pv.slot >= 0) line += "  slot " + std::to_string(pv.slot);
+        if (slot >= 0) line += "  slot " + std::to_string(slot);
+        if (mem && slot == 0) line += " @" + std::to_string(mem->value_offset[v]);
         if (pv.written && pv.first_step != INT_MAX)
             line += "  live " + op_at(pv.first_step) + ".." +
                     (pv.last_step == INT_MAX ? std::string("end") : op_at(pv.last_step));
@@ -180,15 +187,15 @@ inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* 
         out += line + "\n";
     }
 
-    if (metas) {
-        const MemoryPlan m = plan_memory(p, *metas);
+    if (mem) {
+        const MemoryPlan& m = *mem;
         out += "memory:\n";
         for (std::size_t s = 0; s < m.slot_bytes.size(); ++s) {
             std::string users;
-            for (auto& pv : p.values)
-                if (pv.slot == static_cast<int>(s)) {
+            for (std::size_t v = 0; v < p.values.size(); ++v)
+                if (m.value_slot[v] == static_cast<int>(s)) {
                     if (!users.empty()) users += ", ";
-                    users += pv.name;
+                    users += p.values[v].name;
                 }
             out += "  slot " + std::to_string(s) + ": " + std::to_string(m.slot_bytes[s]) + " bytes (" + users + ")\n";
         }

@@ -339,10 +339,23 @@ inline void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std:
     }
 }
 
-// Bytes of each arena slot, and totals, for concrete metas.
+// The arena for concrete metas: where each intermediate lives, each
+// buffer's bytes, and totals.
+//
+// Slot 0 is one buffer shared by every intermediate that is not a target;
+// each target has a buffer of its own (slots 1...), so it can be handed to
+// the caller. Offsets in slot 0 are assigned once sizes are known (each
+// shape pass), greedy by size as in TFLite's arena planner: largest value
+// first, each at the lowest 64-byte-aligned offset that no value live at the
+// same time covers (sizes rounded up to 64 bytes from 1 KiB on, else to 16,
+// so large values sit on cache lines). A value is live from the step that
+// writes it to the last step that reads it, both included, so an op's output
+// never shares memory with its inputs.
 struct MemoryPlan {
     std::vector<std::size_t> slot_bytes;
-    std::size_t arena_bytes = 0;      // all slots: what the plan allocates for intermediates
+    std::vector<int> value_slot;          // per value: its buffer, -1 outside the arena
+    std::vector<std::size_t> value_offset;  // per value: its byte offset in that buffer
+    std::size_t arena_bytes = 0;      // all buffers: what the plan allocates for intermediates
     std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
     std::size_t lower_bound = 0;      // the most bytes live at once (largest simultaneous set)
 };
@@ -353,21 +366,56 @@ inline std::size_t meta_bytes(const VarMeta& m) {
 
 inline MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
     MemoryPlan m;
-    m.slot_bytes.assign(static_cast<std::size_t>(p.num_slots), 0);
+    m.value_slot.assign(p.values.size(), -1);
+    m.value_offset.assign(p.values.size(), 0);
+    m.slot_bytes.push_back(0);
+    struct item {
+        int v;
+        std::size_t bytes, offset;
+        int first, last;
+    };
+    std::vector<item> shared;
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
         if (pv.kind != ValueKind::intermediate || pv.slot < 0) continue;
-        std::size_t b = meta_bytes(metas[v]);
-        auto& sb = m.slot_bytes[static_cast<std::size_t>(pv.slot)];
-        sb = std::max(sb, b);
-        m.unshared_bytes += b;
+        const std::size_t bytes = meta_bytes(metas[v]);
+        m.unshared_bytes += bytes;
+        if (pv.target) {
+            m.value_slot[v] = static_cast<int>(m.slot_bytes.size());
+            m.slot_bytes.push_back(bytes);
+        } else {
+            // Cache-line aligned from 1 KiB on (a vector load across two lines
+            // costs streaming kernels); small values pack at 16 bytes.
+            const std::size_t align = bytes >= 1024 ? buffer_alignment : 16;
+            const std::size_t rounded = (bytes + align - 1) / align * align;
+            shared.push_back({static_cast<int>(v), rounded, 0, pv.first_step, std::max(pv.last_step, pv.first_step)});
+        }
+    }
+    std::stable_sort(shared.begin(), shared.end(), [](const item& a, const item& b) { return a.bytes > b.bytes; });
+    std::vector<const item*> placed, overlapping;
+    for (auto& it : shared) {
+        overlapping.clear();
+        for (const item* q : placed)
+            if (!(q->last < it.first || it.last < q->first)) overlapping.push_back(q);
+        std::sort(overlapping.begin(), overlapping.end(), [](const item* a, const item* b) { return a->offset < b->offset; });
+        std::size_t at = 0;
+        for (const item* q : overlapping) {
+            if (q->offset >= at + it.bytes) break;  // the gap before q fits
+            at = std::max(at, q->offset + q->bytes);
+        }
+        it.offset = at;
+        placed.push_back(&it);
+        m.value_slot[static_cast<std::size_t>(it.v)] = 0;
+        m.value_offset[static_cast<std::size_t>(it.v)] = at;
+        m.slot_bytes[0] = std::max(m.slot_bytes[0], at + it.bytes);
     }
     for (auto b : m.slot_bytes) m.arena_bytes += b;
     for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
         std::size_t live = 0;
         for (std::size_t v = 0; v < p.values.size(); ++v) {
             const PlannedValue& pv = p.values[v];
-            if (pv.kind == ValueKind::intermediate && pv.first_step <= s && (pv.last_step >= s || pv.target))
+            if (pv.kind == ValueKind::intermediate && pv.first_step <= s &&
+                (std::max(pv.last_step, pv.first_step) >= s || pv.target))
                 live += meta_bytes(metas[v]);
         }
         m.lower_bound = std::max(m.lower_bound, live);

@@ -150,6 +150,17 @@ public:
         eval_into_impl(targets, feeds, out, &step_time);
     }
 
+    // The memory plan of `plan(targets, fed)` for the shapes of its last run:
+    // arena slots, their total and the lower bound (see plan_memory).
+    MemoryPlan memory_plan(std::span<const TargetRef> targets, std::span<const std::string> fed) {
+        std::lock_guard lock(mu_);
+        check_open();
+        bound_plan& bp = find_or_make(targets, fed);
+        if (!bp.shaped)
+            throw session_error("dlgraph.session.unshaped", "memory_plan: the plan has not run yet, so its shapes are unknown");
+        return plan_memory(bp.plan, bp.metas);
+    }
+
     // The step ranges [first, last] of `plan(targets, fed)` that the last run
     // fused into one pass each (empty before the first run, or with fuse off).
     std::vector<std::pair<int, int>> fused_steps(std::span<const TargetRef> targets, std::span<const std::string> fed) {
@@ -225,7 +236,8 @@ private:
         std::vector<Variable*> in_var_ptrs;
         std::vector<Variable*> out_var_ptrs;
         std::vector<std::pair<KernelFn, KernelContext>> steps;
-        std::vector<std::shared_ptr<Buffer>> arena;
+        std::vector<std::shared_ptr<Buffer>> arena;  // per slot of the last shape pass's memory plan
+        std::vector<int> value_slot;                 // per value: its arena slot, or -1
         std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
         bool shaped = false;
     };
@@ -306,7 +318,6 @@ private:
             if (v >= 0) bp->inputs.push_back(v);
         for (int v : p.scope_reads) bp->inputs.push_back(v);
         bp->signature.resize(bp->inputs.size());
-        bp->arena.resize(static_cast<std::size_t>(p.num_slots));
         // Flat pointer arrays; reserve first so the contexts' pointers stay valid.
         std::size_t nin = 0, nout = 0;
         for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
@@ -429,14 +440,19 @@ private:
         std::vector<DataType> kernel_dtypes;
         infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name, &bp.vars);
         // Commit: arena sizes, bindings, kernels.
-        const std::vector<std::size_t> need = plan_memory(p, metas).slot_bytes;
+        MemoryPlan mem = plan_memory(p, metas);
+        const std::vector<std::size_t>& need = mem.slot_bytes;
+        if (bp.arena.size() < need.size()) bp.arena.resize(need.size());
         for (std::size_t s = 0; s < need.size(); ++s)
             if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
+        bp.value_slot = std::move(mem.value_slot);
+        const std::vector<std::size_t>& offset = mem.value_offset;
         for (std::size_t v = 0; v < p.values.size(); ++v) {
             const PlannedValue& pv = p.values[v];
             if (!pv.written || pv.type != VarType::LOD_TENSOR) continue;
             if (pv.kind == ValueKind::intermediate)
-                bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(pv.slot)], metas[v].dtype, metas[v].shape);
+                bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(bp.value_slot[v])], metas[v].dtype, metas[v].shape,
+                                    offset[v]);
             else
                 bp.tensors[v]->resize(metas[v].dtype, metas[v].shape);
         }
@@ -497,7 +513,7 @@ private:
                                dst.capacity() >= src.bytes() &&
                                dst.capacity() <= 2 * std::max<std::size_t>(src.bytes(), buffer_alignment);
         if (!swappable) return dst.copy_from(src);
-        auto& slot = bp.arena[static_cast<std::size_t>(pv.slot)];
+        auto& slot = bp.arena[static_cast<std::size_t>(bp.value_slot[static_cast<std::size_t>(v)])];
         std::shared_ptr<Buffer> mine = dst.buffer();
         dst.bind(src.buffer(), src.dtype(), src.shape());
         slot = std::move(mine);

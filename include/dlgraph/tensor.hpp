@@ -94,7 +94,8 @@ public:
         if (!shape.known())
             throw shape_error("dlgraph.shape.unknown", "cannot allocate a tensor of unknown shape " + to_string(shape));
         std::size_t need = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-        if (!buf_ || buf_->bytes() < need) {
+        // A tensor viewing part of a shared buffer (bound at an offset) gets storage of its own.
+        if (!buf_ || buf_->bytes() < need || data_ != buf_->data()) {
             buf_ = std::make_shared<Buffer>(need);
         }
         data_ = buf_->data();
@@ -102,10 +103,11 @@ public:
         shape_ = shape;
         initialized_ = true;
     }
-    // Views `buffer` (shared with other tensors of a memory plan) as `shape`.
-    void bind(std::shared_ptr<Buffer> buffer, DataType dtype, const Shape& shape) {
+    // Views `buffer` (shared with other tensors of a memory plan) from byte
+    // `offset` on as `shape`.
+    void bind(std::shared_ptr<Buffer> buffer, DataType dtype, const Shape& shape, std::size_t offset = 0) {
         buf_ = std::move(buffer);
-        data_ = buf_ ? buf_->data() : nullptr;
+        data_ = buf_ ? static_cast<char*>(buf_->data()) + offset : nullptr;
         dtype_ = dtype;
         shape_ = shape;
         initialized_ = true;
