@@ -167,3 +167,20 @@ TEST_CASE("fusion: a new input shape re-plans the chain") {
         CHECK(s.fused_steps(std::vector<TargetRef>{z}, std::vector<std::string>{"a", "b"}) == std::vector<std::pair<int, int>>{{0, 2}});
     }
 }
+
+TEST_CASE("threads: long element-wise loops split across threads give the serial bits") {
+    // Single ops (not fused) over more elements than one thread takes, with
+    // a length that is not a whole number of vectors.
+    Program p;
+    auto a = p.input<float>("a", {-1});
+    auto b = p.input<float>("b", {-1});
+    auto e = exp(a);
+    auto q = a / b;
+    const auto av = randn<float>({300001}, 15), bv = randn<float>({300001}, 16);
+    Session<cpu> one(p, SessionOptions{1}), two(p, SessionOptions{2});
+    for (const Var<float>* v : {&e, &q}) {
+        const xt::xarray<float> want = one.eval(*v, {{"a", av}, {"b", bv}});
+        CHECK(two.eval(*v, {{"a", av}, {"b", bv}}) == want);
+    }
+    CHECK(xt::allclose(one.eval(e, {{"a", av}}), xt::exp(av), 1e-6, 0.0));
+}

@@ -3,11 +3,13 @@
 // batches (one definition gives both paths).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "dlgraph/op.hpp"
 #include "dlgraph/simd.hpp"
+#include "dlgraph/thread_pool.hpp"
 
 namespace dlgraph::ops {
 
@@ -20,7 +22,7 @@ template <class V> inline constexpr bool is_batch = xsimd::is_batch<V>::value;
 // sits: xsimd's exp or tanh and the C library's differ in the last bit, and
 // fused chains cut the data at other places than the unfused ops.
 template <class T, class F>
-inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) {
+inline void binary_loop_serial(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) {
     std::int64_t i = 0;
     if constexpr (simd_type<T>) {
         using B = xsimd::batch<T>;
@@ -48,7 +50,7 @@ inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, 
     for (; i < n; ++i) z[i] = f(x[i * sx], y[i * sy]);
 }
 
-template <class T, class F> inline void unary_loop(std::int64_t n, const T* x, T* z, F f) {
+template <class T, class F> inline void unary_loop_serial(std::int64_t n, const T* x, T* z, F f) {
     std::int64_t i = 0;
     if constexpr (simd_type<T>) {
         using B = xsimd::batch<T>;
@@ -70,13 +72,40 @@ template <class F, int Arity> Fusible fusible_of() {
     auto block = []<class T>(type_tag<T>) -> BlockFn {
         return [](std::int64_t n, const void* x, int sx, const void* y, int sy, void* z) {
             if constexpr (Arity == 2)
-                binary_loop(n, static_cast<const T*>(x), sx, static_cast<const T*>(y), sy, static_cast<T*>(z), F{});
+                binary_loop_serial(n, static_cast<const T*>(x), sx, static_cast<const T*>(y), sy, static_cast<T*>(z), F{});
             else
-                unary_loop(n, static_cast<const T*>(x), static_cast<T*>(z), F{});
+                unary_loop_serial(n, static_cast<const T*>(x), static_cast<T*>(z), F{});
             (void)sx, (void)y, (void)sy;
         };
     };
     return {Arity, block(type_tag<float>{}), block(type_tag<double>{})};
+}
+
+// Elements per thread below which a loop stays on one thread.
+inline constexpr std::int64_t loop_per_thread = std::int64_t(1) << 16;
+
+// Splits [0, n) into up to parallelism() pieces that start on whole vectors
+// (so every element is computed as a serial loop would), and runs
+// piece(begin, end) for each.
+template <class T, class P> inline void split_loop(std::int64_t n, P piece) {
+    const int tasks = static_cast<int>(std::clamp<std::int64_t>(n / loop_per_thread, 1, parallelism()));
+    if (tasks == 1) return piece(std::int64_t(0), n);
+    constexpr std::int64_t W = simd_type<T> ? static_cast<std::int64_t>(xsimd::batch<T>::size) : 1;
+    parallel_for(tasks, [&](int t) {
+        const std::int64_t b = n * t / tasks / W * W, e = t + 1 == tasks ? n : n * (t + 1) / tasks / W * W;
+        piece(b, e);
+    });
+}
+
+// The loops kernels call: threaded when long (results as serial).
+template <class T, class F>
+inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) {
+    split_loop<T>(n, [&](std::int64_t b, std::int64_t e) {
+        binary_loop_serial(e - b, x + b * sx, sx, y + b * sy, sy, z + b, f);
+    });
+}
+template <class T, class F> inline void unary_loop(std::int64_t n, const T* x, T* z, F f) {
+    split_loop<T>(n, [&](std::int64_t b, std::int64_t e) { unary_loop_serial(e - b, x + b, z + b, f); });
 }
 
 // ---- broadcasting ----------------------------------------------------------
