@@ -806,6 +806,93 @@ TEST_CASE_TEMPLATE("reduce_sum / reduce_max: integer dtypes are exact", T, std::
         }
 }
 
+// Sizes that are not multiples of the vector width, of the 8 batches in
+// flight, of the 8-row groups or of a pairwise leaf (4096 floats, 2048
+// doubles), so that every tail of the folds runs. Errors are scaled by the
+// sum of |terms| of each output (a tight bound), and max must be exact.
+TEST_CASE_TEMPLATE("reduce_sum / reduce_mean / reduce_max / mean: odd sizes on each axis", T, float, double) {
+    std::uint64_t seed = 91;
+    for (auto shape : {shape_t{3, 1037}, shape_t{19, 1037}, shape_t{1037, 3}, shape_t{2, 3 * 4096 + 77},
+                       shape_t{5, 7, 333}})
+        for (auto dims : std::vector<std::vector<std::int64_t>>{{0}, {1}, {-1}, {0, 2}, {}}) {
+            if (dims.size() == 2 && shape.size() < 3) continue;
+            if (dims == std::vector<std::int64_t>{-1} && shape.size() < 3) continue;
+            std::vector<bool> red(shape.size(), dims.empty());
+            for (auto d : dims) red[static_cast<std::size_t>(d < 0 ? d + static_cast<std::int64_t>(shape.size()) : d)] = true;
+            auto xv = rnd<T>(shape, seed++);
+            std::vector<double> xd = as_double(xv), xa;
+            for (auto v : xd) xa.push_back(std::abs(v));
+            for (red_kind k : {red_kind::sum, red_kind::mean, red_kind::max}) {
+                INFO("shape " << to_string(to_shape(shape)) << " dims " << to_string(Shape(dims)) << " kind "
+                              << static_cast<int>(k));
+                Program p;
+                auto x = p.input<T>("x", to_shape(shape));
+                auto out = apply_reduce(k, x, dims, false);
+                auto [os, want] = ref_reduce(xd, shape, red, false, k);
+                Session<dlgraph::cpu> s(p);
+                xt::xarray<T> got = s.eval(out, {{x, xv}});
+                if (k == red_kind::max) check_close(got, os, want, {}, 0.0);
+                else check_close(got, os, want, ref_reduce(xa, shape, red, false, k).second);
+            }
+            if (dims.empty()) {
+                Program p;
+                auto x = p.input<T>("x", to_shape(shape));
+                auto m = dlgraph::mean(x);
+                Session<dlgraph::cpu> s(p);
+                xt::xarray<T> got = s.eval(m, {{x, xv}});
+                check_close(got, {1}, ref_reduce(xd, shape, red, false, red_kind::mean).second,
+                            ref_reduce(xa, shape, red, false, red_kind::mean).second);
+            }
+        }
+}
+
+// The contiguous fold is blocked and pairwise: a sum of 2^20 + 37 FP32
+// values in [0, 1) stays within ~1e-7 of the exact sum, where one running
+// sum drifts to ~1e-5. Results depend on the shape only: the same values
+// read from buffers of any alignment give bit-identical results, for the
+// contiguous fold and for the fold over rows (which picks its batch width by
+// alignment).
+TEST_CASE("reduce_sum / mean over a million FP32 values: pairwise accuracy, independent of alignment") {
+    const std::size_t n = (std::size_t{1} << 20) + 37;
+    const std::int64_t rows = 16384, cols = 64;  // the first 2^20 values as a matrix
+    auto xv = rnd<float>({n}, 7, 0.0, 1.0);
+    double exact = 0;
+    std::vector<double> col_exact(cols, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        exact += static_cast<double>(xv(i));
+        if (i < static_cast<std::size_t>(rows * cols)) col_exact[i % cols] += static_cast<double>(xv(i));
+    }
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto m = p.input<float>("m", {-1, cols});
+    auto total = dlgraph::reduce_sum(x);
+    auto avg = dlgraph::mean(x);
+    auto col = dlgraph::reduce_sum(m, {0});
+    Session<dlgraph::cpu> s(p);
+    std::vector<float> buf(n + 16);
+    std::vector<float> first;
+    for (std::size_t off = 0; off < 16; ++off) {
+        std::copy(xv.begin(), xv.end(), buf.begin() + static_cast<std::ptrdiff_t>(off));
+        const auto view = dlgraph::Tensor::borrow(dlgraph::DataType::FP32, Shape{static_cast<std::int64_t>(n)},
+                                                  buf.data() + off);
+        const auto mat = dlgraph::Tensor::borrow(dlgraph::DataType::FP32, Shape{rows, cols}, buf.data() + off);
+        auto got = s.eval({total, avg, col}, {{x.name(), view}, {m.name(), mat}});
+        const float sum = *got[0].data<float>(), mean = *got[1].data<float>();
+        INFO("offset " << off << " sum " << sum << " exact " << exact);
+        CHECK(std::abs(static_cast<double>(sum) - exact) <= 1e-6 * exact);
+        CHECK(std::abs(static_cast<double>(mean) - exact / static_cast<double>(n)) <= 1e-6 * exact / static_cast<double>(n));
+        std::vector<float> all{sum, mean};
+        for (std::int64_t j = 0; j < cols; ++j) {
+            const float c = got[2].data<float>()[j];
+            CHECK(std::abs(static_cast<double>(c) - col_exact[static_cast<std::size_t>(j)]) <=
+                  1e-4 * col_exact[static_cast<std::size_t>(j)]);
+            all.push_back(c);
+        }
+        if (off == 0) first = all;
+        CHECK(all == first);
+    }
+}
+
 TEST_CASE("reduce: explicit reduce_all attribute, unknown dims, empty inputs, errors") {
     Program p;
     auto x = p.input<double>("x", {2, 3, 4});

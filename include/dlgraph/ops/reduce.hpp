@@ -30,9 +30,12 @@ inline bool reduced_dims(const Attribute* attrs, int r, bool* red, std::int64_t&
 
 // Folds `x` into `out` along the dims flagged in `red`, with f (a functor on
 // scalars and batches) and its identity `init`. Dims of one kind that sit
-// next to each other are merged, so the work is one of two inner loops: a
-// contiguous fold (trailing dims reduced) or a vector update (trailing dims
-// kept), driven by an odometer over the rest.
+// next to each other are merged, so the work is one of two inner loops,
+// driven by an odometer over the rest:
+//  * trailing dims reduced: a contiguous fold of each row (fold_row:
+//    pairwise, 8 batches in flight) into one output element;
+//  * trailing dims kept: the block [reduced dim, kept dim] is folded over
+//    its rows into a vector of outputs (fold_rows_into: 8 rows at a time).
 template <class T, class F> void reduce_into(const Tensor& x, const bool* red, Tensor& out, T init, F f) {
     T* y = out.data<T>();
     const T* xp = x.data<T>();
@@ -64,15 +67,20 @@ template <class T, class F> void reduce_into(const Tensor& x, const bool* red, T
         if (!mr[i]) st *= md[i];
     }
     const std::int64_t len = md[n - 1];
+    // Kept trailing dims: the reduced dim before them (merged dims alternate)
+    // belongs to the inner loop; with none, each row is copied (folded once).
+    const bool contiguous = mr[n - 1];
+    const int outer = contiguous || n == 1 ? n - 1 : n - 2;
+    const std::int64_t rows = contiguous || n == 1 ? 1 : md[n - 2];
     std::int64_t idx[max_rank] = {};
     std::int64_t in_off = 0;
     do {
         std::int64_t o = 0;
-        for (int i = 0; i < n - 1; ++i) o += idx[i] * ost[i];
-        if (mr[n - 1]) y[o] = f(y[o], fold_row(xp + in_off, len, init, f));
-        else binary_loop(len, y + o, 1, xp + in_off, 1, y + o, f);
-        in_off += len;
-    } while (next_index(idx, md, n - 1));
+        for (int i = 0; i < outer; ++i) o += idx[i] * ost[i];
+        if (contiguous) y[o] = f(y[o], fold_row(xp + in_off, len, init, f));
+        else fold_rows_into(xp + in_off, rows, len, y + o, f);
+        in_off += rows * len;
+    } while (next_index(idx, md, outer));
 }
 
 inline std::int64_t reduced_count(const Shape& s, const bool* red) {
