@@ -167,7 +167,10 @@ template <class T> void transpose_copy(const T* x, const Shape& xs, const std::i
     // Merged dims in X order: sort groups by their first X dim.
     int xorder[max_rank];  // xorder[k] = group index of the k-th group in X order
     for (int g = 0; g < ng; ++g) xorder[g] = g;
-    std::sort(xorder, xorder + ng, [&](int a, int b) { return gfirst[a] < gfirst[b]; });
+    // Insertion sort: at most max_rank entries (and std::sort's inlined
+    // 16-element insertion pass trips GCC 12's -Warray-bounds here).
+    for (int i = 1; i < ng; ++i)
+        for (int j = i; j > 0 && gfirst[xorder[j - 1]] > gfirst[xorder[j]]; --j) std::swap(xorder[j - 1], xorder[j]);
     std::int64_t gdim[max_rank], gxstride[max_rank];
     for (int g = 0; g < ng; ++g) {
         gdim[g] = 1;
