@@ -338,17 +338,20 @@ void load_params(Session<cpu>& session, const ExecutionPlan& plan, const std::st
 
 // ---- commands --------------------------------------------------------------------
 
+// The --feed NAME=FILE.npy options of `run` and `bench`: names and values.
+std::pair<std::vector<std::string>, std::vector<Tensor>> read_feeds(const std::vector<std::string>& specs) {
+    std::pair<std::vector<std::string>, std::vector<Tensor>> r;
+    for (auto& f : parse_feeds(specs, true)) {
+        r.first.push_back(f.name);
+        r.second.push_back(read_npy(f.file));
+    }
+    return r;
+}
+
 int cmd_run(const Args& a) {
     ProgramDesc desc = load_for(a);
-    const auto feeds_spec = parse_feeds(a.feed, true);
+    const auto [fed_names, fed_values] = read_feeds(a.feed);
     const auto targets = fetch_targets(a.fetch);
-
-    std::vector<std::string> fed_names;
-    std::vector<Tensor> fed_values;
-    for (auto& f : feeds_spec) {
-        fed_names.push_back(f.name);
-        fed_values.push_back(read_npy(f.file));
-    }
     Session<cpu> session(std::move(desc));
     if (a.has_params) load_params(session, session.plan(targets, fed_names), a.params);
 
@@ -400,15 +403,8 @@ struct OpTime {
 
 int cmd_bench(const Args& a) {
     ProgramDesc desc = load_program_file(a.program);
-    const auto feeds_spec = parse_feeds(a.feed, true);
+    const auto [fed_names, fed_values] = read_feeds(a.feed);
     const auto targets = fetch_targets(a.fetch);
-
-    std::vector<std::string> fed_names;
-    std::vector<Tensor> fed_values;
-    for (auto& f : feeds_spec) {
-        fed_names.push_back(f.name);
-        fed_values.push_back(read_npy(f.file));
-    }
     SessionOptions opts;
     opts.threads = a.threads;
     Session<cpu> session(std::move(desc), opts);
@@ -461,27 +457,8 @@ int cmd_bench(const Args& a) {
     auto us = [](std::chrono::nanoseconds d) { return std::chrono::duration<double, std::micro>(d).count(); };
     auto share = [&](const OpTime& o) { return ops_total.count() > 0 ? us(o.total) / us(ops_total) : 0.0; };
 
-    // Memory for the shapes of this run: feeds as given, persistables as
-    // they are in the scope now.
-    std::vector<VarMeta> metas(plan.values.size());
-    std::vector<bool> known(plan.values.size(), false);
-    for (std::size_t i = 0; i < fed_names.size(); ++i)
-        if (const int v = plan.feed_values[i]; v >= 0) {
-            metas[static_cast<std::size_t>(v)] = {fed_values[i].dtype(), fed_values[i].shape()};
-            known[static_cast<std::size_t>(v)] = true;
-        }
-    for (int v : plan.scope_reads) {
-        const PlannedValue& pv = plan.values[static_cast<std::size_t>(v)];
-        const Variable* var = session.scope().find(pv.name);
-        if (var && var->is<Tensor>() && var->initialized())
-            metas[static_cast<std::size_t>(v)] = {var->get<Tensor>().dtype(), var->get<Tensor>().shape()};
-        else
-            metas[static_cast<std::size_t>(v)] = pv.declared;
-        known[static_cast<std::size_t>(v)] = true;
-    }
-    std::vector<DataType> kernel_dtypes;
-    infer_plan(plan, metas, known, kernel_dtypes, DeviceKind::CPU, cpu::name);
-    const MemoryPlan mem = plan_memory(plan, metas);
+    // The memory plan the runs above used (the shapes of these feeds).
+    const MemoryPlan mem = session.memory_plan(targets, fed_names);
 
     std::vector<std::string> fetch_names;
     for (auto& t : targets) fetch_names.push_back(t.var);
@@ -520,7 +497,7 @@ int cmd_bench(const Args& a) {
     text += "fetch:";
     for (auto& f : fetch_names) text += " " + f;
     text += "\nfed:";
-    if (feeds_spec.empty()) text += " (none)";
+    if (fed_names.empty()) text += " (none)";
     for (std::size_t i = 0; i < fed_names.size(); ++i)
         text += " " + fed_names[i] + " " + to_string(fed_values[i].dtype()) + " " + to_string(fed_values[i].shape());
     text += "\nlatency (us): min " + fixed_text(lmin, 3) + "  median " + fixed_text(lmed, 3) + "  p90 " +
