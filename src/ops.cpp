@@ -1,7 +1,5 @@
-// dlgraph::ops: every op's kernels compiled once, for programs built with
-// DLGRAPH_PREBUILT_OPS (see include/dlgraph/ops/op_table.hpp).
+// dlgraph::prebuilt, first half: every op's definition and kernels compiled
+// once, for programs built with DLGRAPH_PREBUILT (see
+// include/dlgraph/config.hpp). The rest of the runtime is in src/runtime.cpp.
 #define DLGRAPH_BUILDING_OPS
-#ifdef DLGRAPH_PREBUILT_OPS
-#error "src/ops.cpp defines the op table; compile it without DLGRAPH_PREBUILT_OPS"
-#endif
 #include "dlgraph/ops/all_ops.hpp"

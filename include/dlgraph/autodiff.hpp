@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/planner.hpp"
 
 namespace dlgraph {
@@ -24,8 +25,19 @@ inline bool float_dtype(DataType t) { return t == DataType::FP32 || t == DataTyp
 // Appends the backward pass of `loss` (written by op `loss_op`, or by its last
 // writer when -1) to block 0 of `desc`, for the parameters in `params`.
 // Variables in `stop_gradient` and integer variables get no gradient.
-inline BackwardResult append_backward(ProgramDesc& desc, const std::string& loss, const std::set<std::string>& params,
-                                      const std::set<std::string>& stop_gradient = {}, int loss_op = -1) {
+DLGRAPH_INLINE BackwardResult append_backward(ProgramDesc& desc, const std::string& loss,
+                                              const std::set<std::string>& params,
+                                              const std::set<std::string>& stop_gradient = {}, int loss_op = -1);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph {
+
+DLGRAPH_INLINE BackwardResult append_backward(ProgramDesc& desc, const std::string& loss,
+                                              const std::set<std::string>& params,
+                                              const std::set<std::string>& stop_gradient, int loss_op) {
     BlockDesc& blk = desc.blocks.at(0);
     const VarDesc* lv = blk.find_var(loss);
     if (!lv) throw graph_error("dlgraph.graph.backward", "loss '" + loss + "' is not declared");
@@ -195,3 +207,4 @@ inline BackwardResult append_backward(ProgramDesc& desc, const std::string& loss
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "dlgraph/autodiff.hpp"
+#include "dlgraph/config.hpp"
 #include "dlgraph/session.hpp"
 
 namespace dlgraph {
@@ -51,25 +52,7 @@ struct Initializer {
     // The op attributes for a parameter of `dims`. Fans follow the usual
     // convention: a [in, out] weight has fan_in = in, fan_out = out; other
     // ranks multiply the trailing dims into both (a receptive field).
-    std::vector<Attribute> resolve(const Shape& dims) const {
-        if (kind == scheme::fixed) return attrs;
-        double fan_in = 1, fan_out = 1;
-        if (dims.rank() == 1) fan_in = fan_out = static_cast<double>(dims[0]);
-        else if (dims.rank() >= 2) {
-            double field = 1;
-            for (int i = 2; i < dims.rank(); ++i) field *= static_cast<double>(dims[i]);
-            fan_in = static_cast<double>(dims[0]) * field;
-            fan_out = static_cast<double>(dims[1]) * field;
-        }
-        const bool uniform = kind == scheme::xavier_uniform || kind == scheme::kaiming_uniform;
-        const double var = (kind == scheme::xavier_uniform || kind == scheme::xavier_normal) ? 2.0 / (fan_in + fan_out)
-                                                                                              : 2.0 / fan_in;
-        if (uniform) {
-            const double limit = std::sqrt(3.0 * var);
-            return {Attribute::make_float("min", -limit), Attribute::make_float("max", limit), Attribute::make_int("seed", seed)};
-        }
-        return {Attribute::make_float("mean", 0.0), Attribute::make_float("std", std::sqrt(var)), Attribute::make_int("seed", seed)};
-    }
+    std::vector<Attribute> resolve(const Shape& dims) const;
 };
 namespace init {
 inline Initializer constant(double v) { return {"fill_constant", {Attribute::make_float("value", v)}}; }
@@ -194,76 +177,12 @@ public:
     // must match their declarations.
     int append(const std::string& type, const std::vector<OpSlot>& inputs,
                const std::vector<std::pair<std::string, int>>& outputs, std::vector<Attribute> attrs,
-               std::vector<std::vector<std::string>>* out_names = nullptr, const std::vector<OpSlot>& existing = {}) {
-        const OpDef& def = lookup_op(type, type);
-        OpDesc op;
-        op.type = type;
-        op.inputs = inputs;
-        op.attrs = std::move(attrs);
-        for (auto& e : existing) op.set_output(e.parameter, e.arguments);
-        std::vector<std::string> names;
-        for (auto& [slot, count] : outputs) {
-            std::vector<std::string> v;
-            for (int k = 0; k < count; ++k) v.push_back(fresh(type));
-            names.insert(names.end(), v.begin(), v.end());
-            if (out_names) out_names->push_back(v);
-            op.set_output(slot, v);
-        }
-        const int index = static_cast<int>(st_->desc.blocks[0].ops.size());
-        std::string label = op_label(op, index);
-        auto norm = normalize_attrs(def, op, label);
-        std::vector<VarMeta> in_metas;
-        for (auto& n : slot_args(def.inputs, op.inputs)) {
-            auto* vd = st_->desc.blocks[0].find_var(n);
-            if (!vd) throw graph_error("dlgraph.graph.undeclared", label + ": variable '" + n + "' is not declared");
-            in_metas.push_back({vd->data_type, Shape(vd->dims)});
-        }
-        std::vector<VarMeta> out_metas;
-        // Slot order of the outputs must follow the definition for infer.
-        OpDesc ordered = op;
-        ordered.outputs.clear();
-        for (auto& sd : def.outputs)
-            if (auto* s = op.output(sd.name)) ordered.outputs.push_back(*s);
-        op.outputs = ordered.outputs;
-        names = slot_args(def.outputs, op.outputs);
-        const BlockDesc& blk = st_->desc.blocks[0];
-        for (auto& n : names) {
-            auto* vd = blk.find_var(n);
-            out_metas.push_back(vd ? VarMeta{vd->data_type, Shape(vd->dims)} : VarMeta{});
-        }
-        std::vector<const VarMeta*> ip;
-        std::vector<VarMeta*> op_;
-        for (auto& m : in_metas) ip.push_back(&m);
-        for (auto& m : out_metas) op_.push_back(&m);
-        infer_op(def, op, norm, ip, op_, label);
-        for (std::size_t k = 0; k < names.size(); ++k) {
-            if (auto* vd = blk.find_var(names[k])) {
-                if (vd->data_type != out_metas[k].dtype || !dims_compatible(Shape(vd->dims), out_metas[k].shape))
-                    throw shape_error("dlgraph.shape.declared", label + " writes " + to_string(out_metas[k].dtype) + " " +
-                                                                    to_string(out_metas[k].shape) + " to '" + names[k] +
-                                                                    "', which is " + to_string(vd->data_type) + " " +
-                                                                    to_string(Shape(vd->dims)));
-                continue;
-            }
-            declare(names[k], out_metas[k].dtype, out_metas[k].shape, false);
-        }
-        return push_op(std::move(op));
-    }
+               std::vector<std::vector<std::string>>* out_names = nullptr, const std::vector<OpSlot>& existing = {});
 
-    std::string fresh(const std::string& base) {
-        for (;;) {
-            std::string n = base + "_" + std::to_string(st_->counters[base]++);
-            if (!st_->desc.blocks[0].find_var(n)) return n;
-        }
-    }
+    std::string fresh(const std::string& base);
 
 private:
-    void declare(const std::string& name, DataType t, const Shape& dims, bool persistable) {
-        auto& blk = st_->desc.blocks[0];
-        if (blk.find_var(name)) throw graph_error("dlgraph.graph.duplicate", "variable '" + name + "' is already declared");
-        blk.vars.push_back({name, VarType::LOD_TENSOR, t, dims.vec(), 0, persistable});
-        ++st_->revision;
-    }
+    void declare(const std::string& name, DataType t, const Shape& dims, bool persistable);
     int push_op(OpDesc op) {
         auto& ops = st_->desc.blocks[0].ops;
         ops.push_back(std::move(op));
@@ -558,3 +477,102 @@ template <device_policy Device = cpu> Session<Device> make_session(const Program
 
 
 }  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph {
+
+DLGRAPH_INLINE std::vector<Attribute> Initializer::resolve(const Shape& dims) const {
+    if (kind == scheme::fixed) return attrs;
+    double fan_in = 1, fan_out = 1;
+    if (dims.rank() == 1) fan_in = fan_out = static_cast<double>(dims[0]);
+    else if (dims.rank() >= 2) {
+        double field = 1;
+        for (int i = 2; i < dims.rank(); ++i) field *= static_cast<double>(dims[i]);
+        fan_in = static_cast<double>(dims[0]) * field;
+        fan_out = static_cast<double>(dims[1]) * field;
+    }
+    const bool uniform = kind == scheme::xavier_uniform || kind == scheme::kaiming_uniform;
+    const double var = (kind == scheme::xavier_uniform || kind == scheme::xavier_normal) ? 2.0 / (fan_in + fan_out)
+                                                                                          : 2.0 / fan_in;
+    if (uniform) {
+        const double limit = std::sqrt(3.0 * var);
+        return {Attribute::make_float("min", -limit), Attribute::make_float("max", limit), Attribute::make_int("seed", seed)};
+    }
+    return {Attribute::make_float("mean", 0.0), Attribute::make_float("std", std::sqrt(var)), Attribute::make_int("seed", seed)};
+}
+
+DLGRAPH_INLINE int Program::append(const std::string& type, const std::vector<OpSlot>& inputs,
+        const std::vector<std::pair<std::string, int>>& outputs, std::vector<Attribute> attrs,
+        std::vector<std::vector<std::string>>* out_names, const std::vector<OpSlot>& existing) {
+    const OpDef& def = lookup_op(type, type);
+    OpDesc op;
+    op.type = type;
+    op.inputs = inputs;
+    op.attrs = std::move(attrs);
+    for (auto& e : existing) op.set_output(e.parameter, e.arguments);
+    std::vector<std::string> names;
+    for (auto& [slot, count] : outputs) {
+        std::vector<std::string> v;
+        for (int k = 0; k < count; ++k) v.push_back(fresh(type));
+        names.insert(names.end(), v.begin(), v.end());
+        if (out_names) out_names->push_back(v);
+        op.set_output(slot, v);
+    }
+    const int index = static_cast<int>(st_->desc.blocks[0].ops.size());
+    std::string label = op_label(op, index);
+    auto norm = normalize_attrs(def, op, label);
+    std::vector<VarMeta> in_metas;
+    for (auto& n : slot_args(def.inputs, op.inputs)) {
+        auto* vd = st_->desc.blocks[0].find_var(n);
+        if (!vd) throw graph_error("dlgraph.graph.undeclared", label + ": variable '" + n + "' is not declared");
+        in_metas.push_back({vd->data_type, Shape(vd->dims)});
+    }
+    std::vector<VarMeta> out_metas;
+    // Slot order of the outputs must follow the definition for infer.
+    OpDesc ordered = op;
+    ordered.outputs.clear();
+    for (auto& sd : def.outputs)
+        if (auto* s = op.output(sd.name)) ordered.outputs.push_back(*s);
+    op.outputs = ordered.outputs;
+    names = slot_args(def.outputs, op.outputs);
+    const BlockDesc& blk = st_->desc.blocks[0];
+    for (auto& n : names) {
+        auto* vd = blk.find_var(n);
+        out_metas.push_back(vd ? VarMeta{vd->data_type, Shape(vd->dims)} : VarMeta{});
+    }
+    std::vector<const VarMeta*> ip;
+    std::vector<VarMeta*> op_;
+    for (auto& m : in_metas) ip.push_back(&m);
+    for (auto& m : out_metas) op_.push_back(&m);
+    infer_op(def, op, norm, ip, op_, label);
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        if (auto* vd = blk.find_var(names[k])) {
+            if (vd->data_type != out_metas[k].dtype || !dims_compatible(Shape(vd->dims), out_metas[k].shape))
+                throw shape_error("dlgraph.shape.declared", label + " writes " + to_string(out_metas[k].dtype) + " " +
+                                                                to_string(out_metas[k].shape) + " to '" + names[k] +
+                                                                "', which is " + to_string(vd->data_type) + " " +
+                                                                to_string(Shape(vd->dims)));
+            continue;
+        }
+        declare(names[k], out_metas[k].dtype, out_metas[k].shape, false);
+    }
+    return push_op(std::move(op));
+}
+
+DLGRAPH_INLINE std::string Program::fresh(const std::string& base) {
+    for (;;) {
+        std::string n = base + "_" + std::to_string(st_->counters[base]++);
+        if (!st_->desc.blocks[0].find_var(n)) return n;
+    }
+}
+
+DLGRAPH_INLINE void Program::declare(const std::string& name, DataType t, const Shape& dims, bool persistable) {
+    auto& blk = st_->desc.blocks[0];
+    if (blk.find_var(name)) throw graph_error("dlgraph.graph.duplicate", "variable '" + name + "' is already declared");
+    blk.vars.push_back({name, VarType::LOD_TENSOR, t, dims.vec(), 0, persistable});
+    ++st_->revision;
+}
+
+}  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

@@ -31,6 +31,7 @@
 #endif
 #include <cstdio>  // renameat2 and RENAME_EXCHANGE (glibc, _GNU_SOURCE)
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/npy.hpp"
 #include "dlgraph/session.hpp"
 #include "dlgraph/validate.hpp"
@@ -48,27 +49,13 @@ inline std::function<void(const std::string& path)> checkpoint_write_hook;
 inline bool checkpoint_no_exchange = false;
 
 // The variables a checkpoint holds: persistable tensors of block 0.
-inline std::vector<const VarDesc*> checkpoint_vars(const ProgramDesc& p) {
-    std::vector<const VarDesc*> out;
-    for (auto& v : p.blocks.at(0).vars)
-        if (v.persistable && v.type == VarType::LOD_TENSOR) out.push_back(&v);
-    return out;
-}
+DLGRAPH_INLINE std::vector<const VarDesc*> checkpoint_vars(const ProgramDesc& p);
 
-inline std::string checkpoint_file(const std::filesystem::path& dir, const std::string& name) {
-    return (dir / (escape_file_name(name) + ".npy")).string();
-}
+DLGRAPH_INLINE std::string checkpoint_file(const std::filesystem::path& dir, const std::string& name);
 
 // "" when `t` fits the declaration (same dtype; dims equal where declared,
 // -1 matching any size; empty dims matching any shape), else one line.
-inline std::string checkpoint_mismatch(const VarDesc& vd, const Tensor& t, const std::string& where) {
-    const bool dtype_ok = t.dtype() == vd.data_type;
-    const bool shape_ok = vd.dims.empty() || dims_compatible(Shape(vd.dims), t.shape());
-    if (dtype_ok && shape_ok) return {};
-    return "variable '" + vd.name + "': " + where + " " + to_string(t.dtype()) + " " + to_string(t.shape()) +
-           ", the program declares " + to_string(vd.data_type) + " " + to_string(Shape(vd.dims)) + " (" +
-           (dtype_ok ? "shape" : shape_ok ? "dtype" : "dtype and shape") + " mismatch)";
-}
+DLGRAPH_INLINE std::string checkpoint_mismatch(const VarDesc& vd, const Tensor& t, const std::string& where);
 
 [[noreturn]] inline void checkpoint_fail(const std::string& verb, const std::string& dir,
                                          const std::vector<std::string>& problems) {
@@ -79,45 +66,17 @@ inline std::string checkpoint_mismatch(const VarDesc& vd, const Tensor& t, const
 }
 
 // The message of a dlgraph error without its "[id] " prefix.
-inline std::string message_of(const error& e) {
-    std::string s = e.what();
-    return s.size() >= e.id().size() + 3 ? s.substr(e.id().size() + 3) : s;
-}
+DLGRAPH_INLINE std::string message_of(const error& e);
 
 // Flushes a directory's entries to disk (best effort: not every system can).
-inline void fsync_directory(const std::filesystem::path& dir) {
-#if defined(__unix__) || defined(__APPLE__)
-    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
-    if (fd < 0) return;
-    (void)::fsync(fd);
-    ::close(fd);
-#else
-    (void)dir;
-#endif
-}
+DLGRAPH_INLINE void fsync_directory(const std::filesystem::path& dir);
 
 // Swaps two directory entries in one step where the system can (Linux
 // renameat2 with RENAME_EXCHANGE); false where it cannot.
-inline bool exchange_entries(const std::filesystem::path& a, const std::filesystem::path& b) {
-#if defined(__linux__) && defined(RENAME_EXCHANGE) && defined(AT_FDCWD)
-    return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
-#else
-    (void)a, (void)b;
-    return false;
-#endif
-}
+DLGRAPH_INLINE bool exchange_entries(const std::filesystem::path& a, const std::filesystem::path& b);
 
 // A name no other save (in this or another process) uses at the same time.
-inline std::string checkpoint_unique_suffix() {
-    static std::atomic<unsigned> counter{0};
-    std::string s;
-#if defined(__unix__) || defined(__APPLE__)
-    s += std::to_string(::getpid()) + "-";
-#endif
-    s += std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "-" +
-         std::to_string(counter++);
-    return s;
-}
+DLGRAPH_INLINE std::string checkpoint_unique_suffix();
 
 // Writes one file of a checkpoint, calling the test hook first.
 template <class F> void checkpoint_write(const std::string& path, F&& write) {
@@ -128,9 +87,7 @@ template <class F> void checkpoint_write(const std::string& path, F&& write) {
 }  // namespace detail
 
 // The program of a checkpoint (DIR/program.json), loaded and validated.
-inline ProgramDesc load_checkpoint_program(const std::string& dir) {
-    return load_program_file((std::filesystem::path(dir) / "program.json").string());
-}
+DLGRAPH_INLINE ProgramDesc load_checkpoint_program(const std::string& dir);
 
 // Writes the session's program and every persistable tensor variable of
 // block 0 to directory `dir`, replacing a previous checkpoint there.
@@ -287,3 +244,81 @@ template <device_policy D> void load_checkpoint(Session<D>& session, const std::
 }
 
 }  // namespace dlgraph
+
+#if DLGRAPH_EXTERN_TEMPLATES
+namespace dlgraph {
+extern template void save_checkpoint<cpu>(Session<cpu>&, const std::string&);
+extern template void load_checkpoint<cpu>(Session<cpu>&, const std::string&);
+}  // namespace dlgraph
+#endif
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE std::vector<const VarDesc*> checkpoint_vars(const ProgramDesc& p) {
+    std::vector<const VarDesc*> out;
+    for (auto& v : p.blocks.at(0).vars)
+        if (v.persistable && v.type == VarType::LOD_TENSOR) out.push_back(&v);
+    return out;
+}
+
+DLGRAPH_INLINE std::string checkpoint_file(const std::filesystem::path& dir, const std::string& name) {
+    return (dir / (escape_file_name(name) + ".npy")).string();
+}
+
+DLGRAPH_INLINE std::string checkpoint_mismatch(const VarDesc& vd, const Tensor& t, const std::string& where) {
+    const bool dtype_ok = t.dtype() == vd.data_type;
+    const bool shape_ok = vd.dims.empty() || dims_compatible(Shape(vd.dims), t.shape());
+    if (dtype_ok && shape_ok) return {};
+    return "variable '" + vd.name + "': " + where + " " + to_string(t.dtype()) + " " + to_string(t.shape()) +
+           ", the program declares " + to_string(vd.data_type) + " " + to_string(Shape(vd.dims)) + " (" +
+           (dtype_ok ? "shape" : shape_ok ? "dtype" : "dtype and shape") + " mismatch)";
+}
+
+DLGRAPH_INLINE std::string message_of(const error& e) {
+    std::string s = e.what();
+    return s.size() >= e.id().size() + 3 ? s.substr(e.id().size() + 3) : s;
+}
+
+DLGRAPH_INLINE void fsync_directory(const std::filesystem::path& dir) {
+#if defined(__unix__) || defined(__APPLE__)
+    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    (void)::fsync(fd);
+    ::close(fd);
+#else
+    (void)dir;
+#endif
+}
+
+DLGRAPH_INLINE bool exchange_entries(const std::filesystem::path& a, const std::filesystem::path& b) {
+#if defined(__linux__) && defined(RENAME_EXCHANGE) && defined(AT_FDCWD)
+    return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0;
+#else
+    (void)a, (void)b;
+    return false;
+#endif
+}
+
+DLGRAPH_INLINE std::string checkpoint_unique_suffix() {
+    static std::atomic<unsigned> counter{0};
+    std::string s;
+#if defined(__unix__) || defined(__APPLE__)
+    s += std::to_string(::getpid()) + "-";
+#endif
+    s += std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "-" +
+         std::to_string(counter++);
+    return s;
+}
+
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
+DLGRAPH_INLINE ProgramDesc load_checkpoint_program(const std::string& dir) {
+    return load_program_file((std::filesystem::path(dir) / "program.json").string());
+}
+
+}  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/planner.hpp"
 
 namespace dlgraph {
@@ -22,7 +23,29 @@ namespace detail {
 // label escape "\n", other control characters as '?'. A trailing backslash
 // gets a space after it: Graphviz's lexer reads the '\"' of '...\\"' as an
 // escaped quote, so a string must never end in an escaped backslash.
-inline std::string dot_escape(std::string_view s) {
+DLGRAPH_INLINE std::string dot_escape(std::string_view s);
+
+// "[-1,3]", as to_string(Shape) writes dims (any rank).
+DLGRAPH_INLINE std::string dot_dims(const std::vector<std::int64_t>& dims);
+
+DLGRAPH_INLINE const char* dot_header();
+
+}  // namespace detail
+
+// The dataflow graph of block 0 of `p`. Needs no validation: variables that
+// ops use without declaring them are drawn dashed.
+DLGRAPH_INLINE std::string to_dot(const ProgramDesc& p);
+
+// The planned steps and values of `plan` only.
+DLGRAPH_INLINE std::string to_dot(const ExecutionPlan& plan);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE std::string dot_escape(std::string_view s) {
     std::string out;
     out.reserve(s.size());
     for (char c : s) {
@@ -41,8 +64,7 @@ inline std::string dot_escape(std::string_view s) {
     return out;
 }
 
-// "[-1,3]", as to_string(Shape) writes dims (any rank).
-inline std::string dot_dims(const std::vector<std::int64_t>& dims) {
+DLGRAPH_INLINE std::string dot_dims(const std::vector<std::int64_t>& dims) {
     std::string s = "[";
     for (std::size_t i = 0; i < dims.size(); ++i) {
         if (i) s += ',';
@@ -51,17 +73,17 @@ inline std::string dot_dims(const std::vector<std::int64_t>& dims) {
     return s + "]";
 }
 
-inline const char* dot_header() {
+DLGRAPH_INLINE const char* dot_header() {
     return "  rankdir=TB;\n"
            "  node [fontname=\"Helvetica\", fontsize=10];\n"
            "  edge [fontname=\"Helvetica\", fontsize=9];\n";
 }
 
-}  // namespace detail
+}  // namespace dlgraph::detail
 
-// The dataflow graph of block 0 of `p`. Needs no validation: variables that
-// ops use without declaring them are drawn dashed.
-inline std::string to_dot(const ProgramDesc& p) {
+namespace dlgraph {
+
+DLGRAPH_INLINE std::string to_dot(const ProgramDesc& p) {
     std::string out = "digraph program {\n";
     out += detail::dot_header();
     if (p.blocks.empty()) return out + "}\n";
@@ -103,8 +125,7 @@ inline std::string to_dot(const ProgramDesc& p) {
     return out + "}\n";
 }
 
-// The planned steps and values of `plan` only.
-inline std::string to_dot(const ExecutionPlan& plan) {
+DLGRAPH_INLINE std::string to_dot(const ExecutionPlan& plan) {
     std::string out = "digraph plan {\n";
     out += detail::dot_header();
     for (std::size_t v = 0; v < plan.values.size(); ++v) {
@@ -151,3 +172,4 @@ inline std::string to_dot(const ExecutionPlan& plan) {
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

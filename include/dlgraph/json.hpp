@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/desc.hpp"
 
 namespace dlgraph {
@@ -19,19 +20,7 @@ namespace detail {
     throw format_error("dlgraph.format.field", path + ": " + what);
 }
 
-inline std::string json_kind(const json& j) {
-    switch (j.type()) {
-        case json::value_t::null: return "null";
-        case json::value_t::object: return "an object";
-        case json::value_t::array: return "an array";
-        case json::value_t::string: return "a string";
-        case json::value_t::boolean: return "a boolean";
-        case json::value_t::number_integer:
-        case json::value_t::number_unsigned: return "an integer";
-        case json::value_t::number_float: return "a number";
-        default: return "a value";
-    }
-}
+DLGRAPH_INLINE std::string json_kind(const json& j);
 
 // Reads JSON with a path for every message.
 struct reader {
@@ -93,7 +82,58 @@ E enum_from(const reader& r, const std::string_view (&names)[N]) {
     bad_field(r.path, "unknown value '" + s + "'");
 }
 
-inline Attribute read_attr(const reader& r) {
+DLGRAPH_INLINE Attribute read_attr(const reader& r);
+
+DLGRAPH_INLINE std::vector<OpSlot> read_slots(const reader& r);
+
+DLGRAPH_INLINE OpDesc read_op(const reader& r);
+
+DLGRAPH_INLINE VarDesc read_var(const reader& r);
+
+DLGRAPH_INLINE BlockDesc read_block(const reader& r);
+
+}  // namespace detail
+
+// ---- ADL serializers -------------------------------------------------------
+
+DLGRAPH_INLINE void to_json(json& j, const Attribute& a);
+inline void to_json(json& j, const OpSlot& s) { j = json{{"parameter", s.parameter}, {"arguments", s.arguments}}; }
+DLGRAPH_INLINE void to_json(json& j, const OpDesc& op);
+DLGRAPH_INLINE void to_json(json& j, const VarDesc& v);
+DLGRAPH_INLINE void to_json(json& j, const BlockDesc& b);
+inline void to_json(json& j, const ProgramDesc& p) { j = json{{"version", p.version}, {"blocks", p.blocks}}; }
+
+inline void from_json(const json& j, Attribute& a) { a = detail::read_attr({j, "attr"}); }
+inline void from_json(const json& j, OpDesc& op) { op = detail::read_op({j, "op"}); }
+inline void from_json(const json& j, VarDesc& v) { v = detail::read_var({j, "var"}); }
+inline void from_json(const json& j, BlockDesc& b) { b = detail::read_block({j, "block"}); }
+// Structural parse only; load_program() (validate.hpp) also checks meaning.
+DLGRAPH_INLINE void from_json(const json& j, ProgramDesc& p);
+
+// Parses JSON text; malformed or truncated text becomes a format_error.
+DLGRAPH_INLINE json parse_json_text(std::string_view text);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE std::string json_kind(const json& j) {
+    switch (j.type()) {
+        case json::value_t::null: return "null";
+        case json::value_t::object: return "an object";
+        case json::value_t::array: return "an array";
+        case json::value_t::string: return "a string";
+        case json::value_t::boolean: return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned: return "an integer";
+        case json::value_t::number_float: return "a number";
+        default: return "a value";
+    }
+}
+
+DLGRAPH_INLINE Attribute read_attr(const reader& r) {
     r.only({"name", "type", "i", "f", "s", "ints", "floats", "strings", "b", "bools", "block_idx", "l"});
     Attribute a;
     a.name = r.field("name").str();
@@ -119,7 +159,7 @@ inline Attribute read_attr(const reader& r) {
     return a;
 }
 
-inline std::vector<OpSlot> read_slots(const reader& r) {
+DLGRAPH_INLINE std::vector<OpSlot> read_slots(const reader& r) {
     std::vector<OpSlot> out;
     r.each([&](const reader& e) {
         e.only({"parameter", "arguments"});
@@ -132,7 +172,7 @@ inline std::vector<OpSlot> read_slots(const reader& r) {
     return out;
 }
 
-inline OpDesc read_op(const reader& r) {
+DLGRAPH_INLINE OpDesc read_op(const reader& r) {
     r.only({"type", "inputs", "outputs", "attrs", "is_target"});
     OpDesc op;
     op.type = r.field("type").str();
@@ -149,7 +189,7 @@ inline OpDesc read_op(const reader& r) {
     return op;
 }
 
-inline VarDesc read_var(const reader& r) {
+DLGRAPH_INLINE VarDesc read_var(const reader& r) {
     r.only({"name", "type", "persistable", "lod_tensor"});
     VarDesc v;
     v.name = r.field("name").str();
@@ -175,7 +215,7 @@ inline VarDesc read_var(const reader& r) {
     return v;
 }
 
-inline BlockDesc read_block(const reader& r) {
+DLGRAPH_INLINE BlockDesc read_block(const reader& r) {
     r.only({"idx", "parent_idx", "vars", "ops"});
     BlockDesc b;
     b.idx = static_cast<std::int32_t>(r.field("idx").integer());
@@ -191,11 +231,11 @@ inline BlockDesc read_block(const reader& r) {
     return b;
 }
 
-}  // namespace detail
+}  // namespace dlgraph::detail
 
-// ---- ADL serializers -------------------------------------------------------
+namespace dlgraph {
 
-inline void to_json(json& j, const Attribute& a) {
+DLGRAPH_INLINE void to_json(json& j, const Attribute& a) {
     j = json{{"name", a.name}, {"type", attr_type_name(a.type)}};
     switch (a.type) {
         case AttrType::INT: j["i"] = a.i; break;
@@ -210,28 +250,24 @@ inline void to_json(json& j, const Attribute& a) {
         case AttrType::BLOCK: j["block_idx"] = a.block_idx; break;
     }
 }
-inline void to_json(json& j, const OpSlot& s) { j = json{{"parameter", s.parameter}, {"arguments", s.arguments}}; }
-inline void to_json(json& j, const OpDesc& op) {
+
+DLGRAPH_INLINE void to_json(json& j, const OpDesc& op) {
     j = json{{"type", op.type}, {"inputs", op.inputs}, {"outputs", op.outputs}, {"attrs", op.attrs}};
     if (op.is_target) j["is_target"] = true;
 }
-inline void to_json(json& j, const VarDesc& v) {
+
+DLGRAPH_INLINE void to_json(json& j, const VarDesc& v) {
     j = json{{"name", v.name}, {"type", var_type_name(v.type)}, {"persistable", v.persistable}};
     if (v.type == VarType::LOD_TENSOR)
         j["lod_tensor"] = {{"tensor", {{"data_type", dtype_name(v.data_type)}, {"dims", v.dims}}},
                            {"lod_level", v.lod_level}};
 }
-inline void to_json(json& j, const BlockDesc& b) {
+
+DLGRAPH_INLINE void to_json(json& j, const BlockDesc& b) {
     j = json{{"idx", b.idx}, {"parent_idx", b.parent_idx}, {"vars", b.vars}, {"ops", b.ops}};
 }
-inline void to_json(json& j, const ProgramDesc& p) { j = json{{"version", p.version}, {"blocks", p.blocks}}; }
 
-inline void from_json(const json& j, Attribute& a) { a = detail::read_attr({j, "attr"}); }
-inline void from_json(const json& j, OpDesc& op) { op = detail::read_op({j, "op"}); }
-inline void from_json(const json& j, VarDesc& v) { v = detail::read_var({j, "var"}); }
-inline void from_json(const json& j, BlockDesc& b) { b = detail::read_block({j, "block"}); }
-// Structural parse only; load_program() (validate.hpp) also checks meaning.
-inline void from_json(const json& j, ProgramDesc& p) {
+DLGRAPH_INLINE void from_json(const json& j, ProgramDesc& p) {
     detail::reader r{j, ""};
     r.only({"version", "blocks"});
     auto ver = r.field("version");
@@ -255,8 +291,7 @@ inline void from_json(const json& j, ProgramDesc& p) {
     }
 }
 
-// Parses JSON text; malformed or truncated text becomes a format_error.
-inline json parse_json_text(std::string_view text) {
+DLGRAPH_INLINE json parse_json_text(std::string_view text) {
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {
@@ -265,3 +300,4 @@ inline json parse_json_text(std::string_view text) {
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

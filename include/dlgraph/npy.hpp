@@ -29,6 +29,7 @@
 #include <unistd.h>
 #endif
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/tensor.hpp"
 
 namespace dlgraph {
@@ -38,51 +39,11 @@ namespace dlgraph {
 // A variable name as a file name: bytes outside [A-Za-z0-9._-] become "%XX"
 // (two uppercase hex digits per UTF-8 byte), so "fc_0.w@GRAD" becomes
 // "fc_0.w%40GRAD". Distinct names give distinct file names.
-inline std::string escape_file_name(std::string_view name) {
-    static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(name.size());
-    for (char ch : name) {
-        auto c = static_cast<unsigned char>(ch);
-        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                     c == '_' || c == '-';
-        if (plain) {
-            out += ch;
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    return out;
-}
+DLGRAPH_INLINE std::string escape_file_name(std::string_view name);
 
 // The inverse of escape_file_name ("%xx" in either case is accepted); a '%'
 // without two hex digits after it is an io_error (dlgraph.io.file_name).
-inline std::string unescape_file_name(std::string_view file) {
-    auto digit = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
-    std::string out;
-    out.reserve(file.size());
-    for (std::size_t i = 0; i < file.size(); ++i) {
-        if (file[i] != '%') {
-            out += file[i];
-            continue;
-        }
-        int hi = i + 1 < file.size() ? digit(file[i + 1]) : -1;
-        int lo = i + 2 < file.size() ? digit(file[i + 2]) : -1;
-        if (hi < 0 || lo < 0)
-            throw io_error("dlgraph.io.file_name", "'" + std::string(file) + "': '%' at position " + std::to_string(i) +
-                                                       " is not followed by two hex digits");
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-    }
-    return out;
-}
+DLGRAPH_INLINE std::string unescape_file_name(std::string_view file);
 
 // ---- .npy ------------------------------------------------------------------
 
@@ -103,44 +64,9 @@ struct npy_header {
     throw io_error(id, "'" + what + "': " + msg);
 }
 
-inline std::string npy_descr(DataType t) {
-    switch (t) {
-        case DataType::BOOL: return "|b1";
-        case DataType::INT16: return "<i2";
-        case DataType::INT32: return "<i4";
-        case DataType::INT64: return "<i8";
-        case DataType::FP16: return "<f2";
-        case DataType::FP32: return "<f4";
-        case DataType::FP64: return "<f8";
-    }
-    return "?";
-}
+DLGRAPH_INLINE std::string npy_descr(DataType t);
 
-inline DataType npy_dtype_from_descr(const std::string& d, const std::string& what) {
-    static constexpr const char* supported = "'<f2', '<f4', '<f8', '<i2', '<i4', '<i8', '|b1'";
-    if (d.size() == 3) {
-        const char order = d[0];
-        const std::string_view code(d.data() + 1, 2);
-        if (order == '>' && code != "b1" && code != "i1" && code != "u1")
-            npy_fail("dlgraph.io.npy_dtype", what,
-                     "dtype '" + d + "' is big-endian; dlgraph reads little-endian data only (save it from NumPy as "
-                     "arr.astype(arr.dtype.newbyteorder('<')))");
-        if (order == '<' || order == '=' || order == '|' || order == '>') {
-            // One-byte types have no byte order: NumPy writes '|', others are harmless.
-            if (code == "b1") return DataType::BOOL;
-            if (order != '|') {
-                if (code == "f2") return DataType::FP16;
-                if (code == "f4") return DataType::FP32;
-                if (code == "f8") return DataType::FP64;
-                if (code == "i2") return DataType::INT16;
-                if (code == "i4") return DataType::INT32;
-                if (code == "i8") return DataType::INT64;
-            }
-        }
-    }
-    npy_fail("dlgraph.io.npy_dtype", what,
-             "dtype '" + d + "' is not supported (supported: " + supported + ", little-endian, C order)");
-}
+DLGRAPH_INLINE DataType npy_dtype_from_descr(const std::string& d, const std::string& what);
 
 // A cursor over the header's Python dict literal, e.g.
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
@@ -280,16 +206,149 @@ private:
     const std::string& what_;
 };
 
-inline std::uint32_t read_le(const unsigned char* p, int n) {
+DLGRAPH_INLINE std::uint32_t read_le(const unsigned char* p, int n);
+
+// How long the header is, from the first 12 bytes (or fewer, if that is all
+// there is): throws on a bad magic, an unknown version or a short prefix.
+// Returns the total header size (where the data starts); sets `major`.
+DLGRAPH_INLINE std::size_t npy_preamble(std::string_view prefix, const std::string& what, int& major);
+
+// Parses a complete header (`head` holds at least header_bytes bytes).
+DLGRAPH_INLINE npy_header npy_parse_header(std::string_view head, const std::string& what);
+
+DLGRAPH_INLINE void npy_check_size(const npy_header& h, std::uint64_t total, const std::string& what);
+
+// Little-endian file data <-> host order, in place.
+DLGRAPH_INLINE void npy_swap_if_big_endian(void* data, std::size_t count, std::size_t size);
+
+// Makes freshly read bytes valid for the tensor's dtype (bool must be 0 or 1).
+DLGRAPH_INLINE void npy_fix_data(Tensor& t);
+
+DLGRAPH_INLINE std::string npy_header_text(const Tensor& t);
+
+DLGRAPH_INLINE void check_writable(const Tensor& t, const std::string& what);
+
+// Writes `bytes` (in pieces) to PATH.tmp, then renames it to PATH. On any
+// failure the temporary file is removed and PATH is left as it was.
+DLGRAPH_INLINE void write_file_atomic(const std::string& path, std::span<const std::string_view> pieces);
+DLGRAPH_INLINE void write_file_atomic(const std::string& path, std::initializer_list<std::string_view> pieces);
+
+DLGRAPH_INLINE std::string_view tensor_bytes(const Tensor& t);
+
+}  // namespace detail
+
+// Parses .npy bytes; `what` names the source in messages (a file name).
+DLGRAPH_INLINE Tensor parse_npy(std::string_view bytes, const std::string& what);
+
+// The .npy bytes of `t` (format 1.0, or 2.0 for a very long header).
+DLGRAPH_INLINE std::string to_npy_bytes(const Tensor& t);
+
+// Reads a .npy file. The data goes straight into the tensor (no second copy).
+DLGRAPH_INLINE Tensor read_npy(const std::string& path);
+
+// Writes `t` to `path` atomically (PATH.tmp, then a rename).
+DLGRAPH_INLINE void write_npy(const std::string& path, const Tensor& t);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph {
+
+DLGRAPH_INLINE std::string escape_file_name(std::string_view name) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(name.size());
+    for (char ch : name) {
+        auto c = static_cast<unsigned char>(ch);
+        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                     c == '_' || c == '-';
+        if (plain) {
+            out += ch;
+        } else {
+            out += '%';
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+DLGRAPH_INLINE std::string unescape_file_name(std::string_view file) {
+    auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    std::string out;
+    out.reserve(file.size());
+    for (std::size_t i = 0; i < file.size(); ++i) {
+        if (file[i] != '%') {
+            out += file[i];
+            continue;
+        }
+        int hi = i + 1 < file.size() ? digit(file[i + 1]) : -1;
+        int lo = i + 2 < file.size() ? digit(file[i + 2]) : -1;
+        if (hi < 0 || lo < 0)
+            throw io_error("dlgraph.io.file_name", "'" + std::string(file) + "': '%' at position " + std::to_string(i) +
+                                                       " is not followed by two hex digits");
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    return out;
+}
+
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE std::string npy_descr(DataType t) {
+    switch (t) {
+        case DataType::BOOL: return "|b1";
+        case DataType::INT16: return "<i2";
+        case DataType::INT32: return "<i4";
+        case DataType::INT64: return "<i8";
+        case DataType::FP16: return "<f2";
+        case DataType::FP32: return "<f4";
+        case DataType::FP64: return "<f8";
+    }
+    return "?";
+}
+
+DLGRAPH_INLINE DataType npy_dtype_from_descr(const std::string& d, const std::string& what) {
+    static constexpr const char* supported = "'<f2', '<f4', '<f8', '<i2', '<i4', '<i8', '|b1'";
+    if (d.size() == 3) {
+        const char order = d[0];
+        const std::string_view code(d.data() + 1, 2);
+        if (order == '>' && code != "b1" && code != "i1" && code != "u1")
+            npy_fail("dlgraph.io.npy_dtype", what,
+                     "dtype '" + d + "' is big-endian; dlgraph reads little-endian data only (save it from NumPy as "
+                     "arr.astype(arr.dtype.newbyteorder('<')))");
+        if (order == '<' || order == '=' || order == '|' || order == '>') {
+            // One-byte types have no byte order: NumPy writes '|', others are harmless.
+            if (code == "b1") return DataType::BOOL;
+            if (order != '|') {
+                if (code == "f2") return DataType::FP16;
+                if (code == "f4") return DataType::FP32;
+                if (code == "f8") return DataType::FP64;
+                if (code == "i2") return DataType::INT16;
+                if (code == "i4") return DataType::INT32;
+                if (code == "i8") return DataType::INT64;
+            }
+        }
+    }
+    npy_fail("dlgraph.io.npy_dtype", what,
+             "dtype '" + d + "' is not supported (supported: " + supported + ", little-endian, C order)");
+}
+
+DLGRAPH_INLINE std::uint32_t read_le(const unsigned char* p, int n) {
     std::uint32_t v = 0;
     for (int k = n - 1; k >= 0; --k) v = (v << 8) | p[k];
     return v;
 }
 
-// How long the header is, from the first 12 bytes (or fewer, if that is all
-// there is): throws on a bad magic, an unknown version or a short prefix.
-// Returns the total header size (where the data starts); sets `major`.
-inline std::size_t npy_preamble(std::string_view prefix, const std::string& what, int& major) {
+DLGRAPH_INLINE std::size_t npy_preamble(std::string_view prefix, const std::string& what, int& major) {
     if (prefix.size() < npy_magic_len || std::memcmp(prefix.data(), npy_magic, npy_magic_len) != 0) {
         if (prefix.size() < npy_magic_len && std::memcmp(prefix.data(), npy_magic, prefix.size()) == 0)
             npy_fail("dlgraph.io.npy_truncated", what,
@@ -311,8 +370,7 @@ inline std::size_t npy_preamble(std::string_view prefix, const std::string& what
     return 8 + len_bytes + read_le(u + 8, static_cast<int>(len_bytes));
 }
 
-// Parses a complete header (`head` holds at least header_bytes bytes).
-inline npy_header npy_parse_header(std::string_view head, const std::string& what) {
+DLGRAPH_INLINE npy_header npy_parse_header(std::string_view head, const std::string& what) {
     int major = 0;
     npy_header h;
     h.header_bytes = npy_preamble(head, what, major);
@@ -355,7 +413,7 @@ inline npy_header npy_parse_header(std::string_view head, const std::string& wha
     return h;
 }
 
-inline void npy_check_size(const npy_header& h, std::uint64_t total, const std::string& what) {
+DLGRAPH_INLINE void npy_check_size(const npy_header& h, std::uint64_t total, const std::string& what) {
     const std::uint64_t want = static_cast<std::uint64_t>(h.header_bytes) + h.data_bytes;
     if (total < want)
         npy_fail("dlgraph.io.npy_truncated", what,
@@ -368,8 +426,7 @@ inline void npy_check_size(const npy_header& h, std::uint64_t total, const std::
                      to_string(h.dtype) + " needs (" + std::to_string(h.data_bytes) + " bytes)");
 }
 
-// Little-endian file data <-> host order, in place.
-inline void npy_swap_if_big_endian(void* data, std::size_t count, std::size_t size) {
+DLGRAPH_INLINE void npy_swap_if_big_endian(void* data, std::size_t count, std::size_t size) {
     if constexpr (std::endian::native == std::endian::big) {
         auto* p = static_cast<unsigned char*>(data);
         for (std::size_t i = 0; i < count; ++i, p += size)
@@ -379,8 +436,7 @@ inline void npy_swap_if_big_endian(void* data, std::size_t count, std::size_t si
     }
 }
 
-// Makes freshly read bytes valid for the tensor's dtype (bool must be 0 or 1).
-inline void npy_fix_data(Tensor& t) {
+DLGRAPH_INLINE void npy_fix_data(Tensor& t) {
     if (t.dtype() == DataType::BOOL) {
         auto* p = static_cast<unsigned char*>(t.raw());
         for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = p[i] != 0;
@@ -389,7 +445,7 @@ inline void npy_fix_data(Tensor& t) {
     }
 }
 
-inline std::string npy_header_text(const Tensor& t) {
+DLGRAPH_INLINE std::string npy_header_text(const Tensor& t) {
     std::string shape = "(";
     for (int i = 0; i < t.rank(); ++i) {
         if (i) shape += ", ";
@@ -417,14 +473,12 @@ inline std::string npy_header_text(const Tensor& t) {
     return {};  // unreachable: version 2.0 takes 4 GiB headers
 }
 
-inline void check_writable(const Tensor& t, const std::string& what) {
+DLGRAPH_INLINE void check_writable(const Tensor& t, const std::string& what) {
     if (!t.initialized())
         throw value_error("dlgraph.value.unset", "cannot write '" + what + "': the tensor holds no value");
 }
 
-// Writes `bytes` (in pieces) to PATH.tmp, then renames it to PATH. On any
-// failure the temporary file is removed and PATH is left as it was.
-inline void write_file_atomic(const std::string& path, std::span<const std::string_view> pieces) {
+DLGRAPH_INLINE void write_file_atomic(const std::string& path, std::span<const std::string_view> pieces) {
     const std::string tmp = path + ".tmp";
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f)
@@ -450,19 +504,21 @@ inline void write_file_atomic(const std::string& path, std::span<const std::stri
                                                "' failed: " + ec.message());
     }
 }
-inline void write_file_atomic(const std::string& path, std::initializer_list<std::string_view> pieces) {
+
+DLGRAPH_INLINE void write_file_atomic(const std::string& path, std::initializer_list<std::string_view> pieces) {
     write_file_atomic(path, std::span<const std::string_view>(pieces.begin(), pieces.size()));
 }
 
-inline std::string_view tensor_bytes(const Tensor& t) {
+DLGRAPH_INLINE std::string_view tensor_bytes(const Tensor& t) {
     if (t.bytes() == 0) return {};
     return {static_cast<const char*>(t.raw()), t.bytes()};
 }
 
-}  // namespace detail
+}  // namespace dlgraph::detail
 
-// Parses .npy bytes; `what` names the source in messages (a file name).
-inline Tensor parse_npy(std::string_view bytes, const std::string& what) {
+namespace dlgraph {
+
+DLGRAPH_INLINE Tensor parse_npy(std::string_view bytes, const std::string& what) {
     detail::npy_header h = detail::npy_parse_header(bytes, what);
     detail::npy_check_size(h, bytes.size(), what);
     Tensor t(h.dtype, h.shape);
@@ -471,8 +527,7 @@ inline Tensor parse_npy(std::string_view bytes, const std::string& what) {
     return t;
 }
 
-// The .npy bytes of `t` (format 1.0, or 2.0 for a very long header).
-inline std::string to_npy_bytes(const Tensor& t) {
+DLGRAPH_INLINE std::string to_npy_bytes(const Tensor& t) {
     detail::check_writable(t, "<memory>");
     std::string out = detail::npy_header_text(t);
     const std::size_t at = out.size();
@@ -482,8 +537,7 @@ inline std::string to_npy_bytes(const Tensor& t) {
     return out;
 }
 
-// Reads a .npy file. The data goes straight into the tensor (no second copy).
-inline Tensor read_npy(const std::string& path) {
+DLGRAPH_INLINE Tensor read_npy(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         throw io_error("dlgraph.io.open", "cannot open '" + path + "' for reading: it is a directory");
@@ -520,8 +574,7 @@ inline Tensor read_npy(const std::string& path) {
     return t;
 }
 
-// Writes `t` to `path` atomically (PATH.tmp, then a rename).
-inline void write_npy(const std::string& path, const Tensor& t) {
+DLGRAPH_INLINE void write_npy(const std::string& path, const Tensor& t) {
     detail::check_writable(t, path);
     const std::string header = detail::npy_header_text(t);
     if constexpr (std::endian::native == std::endian::big) {
@@ -534,3 +587,4 @@ inline void write_npy(const std::string& path, const Tensor& t) {
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

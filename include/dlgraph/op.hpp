@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/desc.hpp"
 #include "dlgraph/device.hpp"
 #include "dlgraph/scope.hpp"
@@ -205,15 +206,43 @@ private:
 // The dtype that selects `def`'s kernel, given an inference context.
 // An op with neither an input slot nor a dtype attribute to go by (load)
 // follows the dtype of its first output.
-inline DataType kernel_dtype(const OpDef& def, const InferContext& ctx, const Attribute* attrs) {
+DLGRAPH_INLINE DataType kernel_dtype(const OpDef& def, const InferContext& ctx, const Attribute* attrs);
+
+// Internal consistency of a definition: its way of choosing a kernel points
+// at something it has. A failure is a bug in dlgraph, not in user input.
+DLGRAPH_INLINE bool kernel_choice_valid(const OpDef& def);
+
+// Throws unless `device` (or, with `any_device`, some device) has a kernel
+// for op `def` at dtype `t`: checked when an op is built or loaded, so the
+// error points at the line that made it.
+DLGRAPH_INLINE void check_kernel(const OpDef& def, DataType t, std::string_view label, DeviceKind device,
+        bool any_device);
+
+// The grad ops of `def` for a request, through its maker or its GradSpec.
+DLGRAPH_INLINE std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r);
+
+// Fills a kernel table from `Op::template compute<T>` for each listed T.
+template <class Op, class... Ts> KernelTable cpu_kernels() {
+    KernelTable t{};
+    ((t[static_cast<int>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(cpu{}, c); }), ...);
+    return t;
+}
+
+inline std::string InferContext::slot_name(int slot) const { return std::string(def_.inputs[static_cast<std::size_t>(slot)].name); }
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph {
+
+DLGRAPH_INLINE DataType kernel_dtype(const OpDef& def, const InferContext& ctx, const Attribute* attrs) {
     if (def.kernel_slot >= 0) return ctx.dtype(def.kernel_slot);
     if (def.dtype_attr >= 0) return dtype_from_int(attrs[def.dtype_attr].i);
     return ctx.out_meta(0).dtype;
 }
 
-// Internal consistency of a definition: its way of choosing a kernel points
-// at something it has. A failure is a bug in dlgraph, not in user input.
-inline bool kernel_choice_valid(const OpDef& def) {
+DLGRAPH_INLINE bool kernel_choice_valid(const OpDef& def) {
     if (def.kernel_slot >= 0)
         return static_cast<std::size_t>(def.kernel_slot) < def.inputs.size() && !def.inputs[static_cast<std::size_t>(def.kernel_slot)].optional;
     if (def.dtype_attr >= 0)
@@ -222,10 +251,8 @@ inline bool kernel_choice_valid(const OpDef& def) {
     return !def.outputs.empty();
 }
 
-// Throws unless `device` (or, with `any_device`, some device) has a kernel
-// for op `def` at dtype `t`: checked when an op is built or loaded, so the
-// error points at the line that made it.
-inline void check_kernel(const OpDef& def, DataType t, std::string_view label, DeviceKind device, bool any_device) {
+DLGRAPH_INLINE void check_kernel(const OpDef& def, DataType t, std::string_view label, DeviceKind device,
+        bool any_device) {
     bool ok = def.supports(device, t);
     for (int d = 0; any_device && d < num_device_kinds; ++d) ok = ok || def.supports(static_cast<DeviceKind>(d), t);
     if (ok) return;
@@ -234,8 +261,7 @@ inline void check_kernel(const OpDef& def, DataType t, std::string_view label, D
                                                 "kernel for " + to_string(t) + " (it has: " + def.supported_dtypes(device) + ")");
 }
 
-// The grad ops of `def` for a request, through its maker or its GradSpec.
-inline std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r) {
+DLGRAPH_INLINE std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r) {
     if (def.grad_maker) return def.grad_maker(r);
     const GradSpec& g = def.grad_spec;
     OpDesc op;
@@ -269,22 +295,15 @@ inline std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r)
     return {op};
 }
 
-// Fills a kernel table from `Op::template compute<T>` for each listed T.
-template <class Op, class... Ts> KernelTable cpu_kernels() {
-    KernelTable t{};
-    ((t[static_cast<int>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(cpu{}, c); }), ...);
-    return t;
-}
-
-inline std::string InferContext::slot_name(int slot) const { return std::string(def_.inputs[static_cast<std::size_t>(slot)].name); }
-
-inline void InferContext::fail(const std::string& id, const std::string& msg) const {
+DLGRAPH_INLINE void InferContext::fail(const std::string& id, const std::string& msg) const {
     throw shape_error(id, std::string(label_) + ": " + msg);
 }
-inline void InferContext::fail_type(const std::string& msg) const {
+
+DLGRAPH_INLINE void InferContext::fail_type(const std::string& msg) const {
     throw type_error("dlgraph.type.op", std::string(label_) + ": " + msg);
 }
-inline void InferContext::same_dtype(std::initializer_list<int> slots) const {
+
+DLGRAPH_INLINE void InferContext::same_dtype(std::initializer_list<int> slots) const {
     const int first = *slots.begin();
     if (!in_count(first)) return;
     for (int s : slots)
@@ -293,7 +312,8 @@ inline void InferContext::same_dtype(std::initializer_list<int> slots) const {
                 fail_type(slot_name(first) + " is " + to_string(dtype(first)) + " but " + slot_name(s) +
                           (in_count(s) > 1 ? "[" + std::to_string(k) + "]" : "") + " is " + to_string(dtype(s, k)));
 }
-inline void InferContext::dtype_in(int slot, std::initializer_list<DataType> allowed) const {
+
+DLGRAPH_INLINE void InferContext::dtype_in(int slot, std::initializer_list<DataType> allowed) const {
     for (auto t : allowed)
         if (dtype(slot) == t) return;
     std::string names;
@@ -302,3 +322,4 @@ inline void InferContext::dtype_in(int slot, std::initializer_list<DataType> all
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

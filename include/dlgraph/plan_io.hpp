@@ -21,12 +21,38 @@
 #include <string>
 #include <vector>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/json.hpp"
 #include "dlgraph/planner.hpp"
 
 namespace dlgraph {
 
-inline void to_json(json& j, const ExecutionPlan& p) {
+DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p);
+
+namespace detail {
+DLGRAPH_INLINE void check_metas(const ExecutionPlan& p, const std::vector<VarMeta>& metas);
+}  // namespace detail
+
+// The plan's JSON; with `metas` (one per value, concrete shapes, e.g. from
+// infer_plan) also "memory": {"values": [{"name", "dtype", "shape", "bytes"}],
+// "slot_bytes", "arena_bytes", "unshared_bytes", "lower_bound"}.
+DLGRAPH_INLINE json plan_json(const ExecutionPlan& p, const std::vector<VarMeta>* metas = nullptr);
+
+// A listing of the plan: one line per step ("#3 mul  X=x,Y=w -> Out=mul_0",
+// numbered by op index; a slot with several variables is "X=[a,b]"), then
+// one line per value (kind, dtype, dims, arena slot, and the ops between
+// which it lives). With `metas` (one per value, concrete) the values show
+// their concrete shapes and bytes, followed by each arena slot's bytes, the
+// arena total, what one buffer per value would take and the lower bound.
+DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* metas = nullptr);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph {
+
+DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p) {
     json targets = json::array();
     for (auto& t : p.targets) targets.push_back({{"var", t.var.empty() ? json(nullptr) : json(t.var)}, {"op", t.op}});
     auto value_name = [&](int v) { return p.values[static_cast<std::size_t>(v)].name; };
@@ -65,19 +91,22 @@ inline void to_json(json& j, const ExecutionPlan& p) {
              {"values", std::move(values)},   {"num_slots", p.num_slots}};
 }
 
-namespace detail {
-inline void check_metas(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE void check_metas(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
     if (metas.size() != p.values.size())
         throw graph_error("dlgraph.graph.metas", "the plan has " + std::to_string(p.values.size()) +
                                                      " values but " + std::to_string(metas.size()) +
                                                      " metas were given");
 }
-}  // namespace detail
 
-// The plan's JSON; with `metas` (one per value, concrete shapes, e.g. from
-// infer_plan) also "memory": {"values": [{"name", "dtype", "shape", "bytes"}],
-// "slot_bytes", "arena_bytes", "unshared_bytes", "lower_bound"}.
-inline json plan_json(const ExecutionPlan& p, const std::vector<VarMeta>* metas = nullptr) {
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
+DLGRAPH_INLINE json plan_json(const ExecutionPlan& p, const std::vector<VarMeta>* metas) {
     json j = p;
     if (!metas) return j;
     detail::check_metas(p, *metas);
@@ -98,13 +127,7 @@ inline json plan_json(const ExecutionPlan& p, const std::vector<VarMeta>* metas 
     return j;
 }
 
-// A listing of the plan: one line per step ("#3 mul  X=x,Y=w -> Out=mul_0",
-// numbered by op index; a slot with several variables is "X=[a,b]"), then
-// one line per value (kind, dtype, dims, arena slot, and the ops between
-// which it lives). With `metas` (one per value, concrete) the values show
-// their concrete shapes and bytes, followed by each arena slot's bytes, the
-// arena total, what one buffer per value would take and the lower bound.
-inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* metas = nullptr) {
+DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* metas) {
     if (metas) detail::check_metas(p, *metas);
     auto vname = [&](int v) -> const std::string& { return p.values[static_cast<std::size_t>(v)].name; };
     auto op_at = [&](int step) { return "#" + std::to_string(p.steps[static_cast<std::size_t>(step)].op_index); };
@@ -208,3 +231,4 @@ inline std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* 
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

@@ -17,6 +17,7 @@
 #include <set>
 #include <span>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/validate.hpp"
 
 namespace dlgraph {
@@ -77,27 +78,78 @@ struct ExecutionPlan {
 
 namespace detail {
 
-inline bool writes(const OpDesc& op, std::string_view v) {
+DLGRAPH_INLINE bool writes(const OpDesc& op, std::string_view v);
+
+}  // namespace detail
+
+// Index of the op that initializes persistable `name` (its first writer), or -1.
+DLGRAPH_INLINE int initializer_of(const BlockDesc& b, std::string_view name);
+
+inline std::string op_label(const OpDesc& op, int index) { return op.type + " (op #" + std::to_string(index) + ")"; }
+
+// Plans block 0 of `program` (which must have been validated).
+DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
+                                       std::span<const std::string> fed, DeviceKind device = DeviceKind::CPU);
+
+// Concrete dtypes and shapes of a plan's values. On entry `metas[v]` is
+// set for every value with `known[v]` (feeds and values read from the
+// scope); on return every value the plan writes is set too, and
+// `kernel_dtypes[s]` names the kernel each step will use. Throws, as a run
+// would, on a shape or dtype the ops reject or an op the device lacks.
+DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
+                               std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name,
+                               const std::vector<Variable*>* vars = nullptr);
+
+// The arena for concrete metas: where each intermediate lives, each
+// buffer's bytes, and totals.
+//
+// Slot 0 is one buffer shared by every intermediate that is not a target;
+// each target has a buffer of its own (slots 1...), so it can be handed to
+// the caller. Offsets in slot 0 are assigned once sizes are known (each
+// shape pass), greedy by size as in TFLite's arena planner: largest value
+// first, each at the lowest 64-byte-aligned offset that no value live at the
+// same time covers (sizes rounded up to 64 bytes from 1 KiB on, else to 16,
+// so large values sit on cache lines). A value is live from the step that
+// writes it to the last step that reads it, both included, so an op's output
+// never shares memory with its inputs.
+struct MemoryPlan {
+    std::vector<std::size_t> slot_bytes;
+    std::vector<int> value_slot;          // per value: its buffer, -1 outside the arena
+    std::vector<std::size_t> value_offset;  // per value: its byte offset in that buffer
+    std::size_t arena_bytes = 0;      // all buffers: what the plan allocates for intermediates
+    std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
+    std::size_t lower_bound = 0;      // the most bytes live at once (largest simultaneous set)
+};
+
+DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m);
+
+DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE bool writes(const OpDesc& op, std::string_view v) {
     for (auto& s : op.outputs)
         for (auto& a : s.arguments)
             if (a == v) return true;
     return false;
 }
 
-}  // namespace detail
+}  // namespace dlgraph::detail
 
-// Index of the op that initializes persistable `name` (its first writer), or -1.
-inline int initializer_of(const BlockDesc& b, std::string_view name) {
+namespace dlgraph {
+
+DLGRAPH_INLINE int initializer_of(const BlockDesc& b, std::string_view name) {
     for (std::size_t i = 0; i < b.ops.size(); ++i)
         if (detail::writes(b.ops[i], name)) return static_cast<int>(i);
     return -1;
 }
 
-inline std::string op_label(const OpDesc& op, int index) { return op.type + " (op #" + std::to_string(index) + ")"; }
-
-// Plans block 0 of `program` (which must have been validated).
-inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
-                               std::span<const std::string> fed, DeviceKind device = DeviceKind::CPU) {
+DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
+                                       std::span<const std::string> fed, DeviceKind device) {
     const BlockDesc& blk = program.blocks.at(0);
     const int nops = static_cast<int>(blk.ops.size());
     ExecutionPlan plan;
@@ -285,14 +337,9 @@ inline ExecutionPlan make_plan(const ProgramDesc& program, std::span<const Targe
     return plan;
 }
 
-// Concrete dtypes and shapes of a plan's values. On entry `metas[v]` is
-// set for every value with `known[v]` (feeds and values read from the
-// scope); on return every value the plan writes is set too, and
-// `kernel_dtypes[s]` names the kernel each step will use. Throws, as a run
-// would, on a shape or dtype the ops reject or an op the device lacks.
-inline void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
-                       std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name,
-                       const std::vector<Variable*>* vars = nullptr) {
+DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
+                               std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name,
+                               const std::vector<Variable*>* vars) {
     kernel_dtypes.assign(p.steps.size(), DataType::FP32);
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
@@ -339,32 +386,11 @@ inline void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std:
     }
 }
 
-// The arena for concrete metas: where each intermediate lives, each
-// buffer's bytes, and totals.
-//
-// Slot 0 is one buffer shared by every intermediate that is not a target;
-// each target has a buffer of its own (slots 1...), so it can be handed to
-// the caller. Offsets in slot 0 are assigned once sizes are known (each
-// shape pass), greedy by size as in TFLite's arena planner: largest value
-// first, each at the lowest 64-byte-aligned offset that no value live at the
-// same time covers (sizes rounded up to 64 bytes from 1 KiB on, else to 16,
-// so large values sit on cache lines). A value is live from the step that
-// writes it to the last step that reads it, both included, so an op's output
-// never shares memory with its inputs.
-struct MemoryPlan {
-    std::vector<std::size_t> slot_bytes;
-    std::vector<int> value_slot;          // per value: its buffer, -1 outside the arena
-    std::vector<std::size_t> value_offset;  // per value: its byte offset in that buffer
-    std::size_t arena_bytes = 0;      // all buffers: what the plan allocates for intermediates
-    std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
-    std::size_t lower_bound = 0;      // the most bytes live at once (largest simultaneous set)
-};
-
-inline std::size_t meta_bytes(const VarMeta& m) {
+DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m) {
     return m.shape.known() ? static_cast<std::size_t>(m.shape.numel()) * dtype_size(m.dtype) : 0;
 }
 
-inline MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
     MemoryPlan m;
     m.value_slot.assign(p.values.size(), -1);
     m.value_offset.assign(p.values.size(), 0);
@@ -424,3 +450,4 @@ inline MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

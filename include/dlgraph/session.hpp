@@ -9,6 +9,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/fusion.hpp"
 #include "dlgraph/planner.hpp"
 #include "dlgraph/scope.hpp"
@@ -152,31 +153,14 @@ public:
 
     // The memory plan of `plan(targets, fed)` for the shapes of its last run:
     // arena slots, their total and the lower bound (see plan_memory).
-    MemoryPlan memory_plan(std::span<const TargetRef> targets, std::span<const std::string> fed) {
-        std::lock_guard lock(mu_);
-        check_open();
-        bound_plan& bp = find_or_make(targets, fed);
-        if (!bp.shaped)
-            throw session_error("dlgraph.session.unshaped", "memory_plan: the plan has not run yet, so its shapes are unknown");
-        return plan_memory(bp.plan, bp.metas);
-    }
+    MemoryPlan memory_plan(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // The step ranges [first, last] of `plan(targets, fed)` that the last run
     // fused into one pass each (empty before the first run, or with fuse off).
-    std::vector<std::pair<int, int>> fused_steps(std::span<const TargetRef> targets, std::span<const std::string> fed) {
-        std::lock_guard lock(mu_);
-        check_open();
-        std::vector<std::pair<int, int>> r;
-        for (auto& c : find_or_make(targets, fed).fused) r.emplace_back(c->first, c->last);
-        return r;
-    }
+    std::vector<std::pair<int, int>> fused_steps(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // The cached plan for these targets and fed names (planned if needed).
-    const ExecutionPlan& plan(std::span<const TargetRef> targets, std::span<const std::string> fed) {
-        std::lock_guard lock(mu_);
-        check_open();
-        return find_or_make(targets, fed).plan;
-    }
+    const ExecutionPlan& plan(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // The session's root scope: persistable variables live here.
     Scope& scope() {
@@ -190,33 +174,10 @@ public:
     // yet its value, by running its initializer op (as a first read would);
     // save_checkpoint calls this so that every parameter can be written.
     // Throws value_error for one that no op initializes.
-    void initialize_persistables() {
-        std::lock_guard lock(mu_);
-        check_open();
-        const BlockDesc& blk = program_->desc.blocks[0];
-        std::vector<TargetRef> inits;
-        for (auto& vd : blk.vars) {
-            if (!vd.persistable || vd.type != VarType::LOD_TENSOR) continue;
-            if (const Variable* v = root_->find_local(vd.name); v && v->initialized()) continue;
-            const int op = initializer_of(blk, vd.name);
-            if (op < 0)
-                throw value_error("dlgraph.value.unset", "persistable variable '" + vd.name +
-                                                             "' has no value: no op initializes it and it was "
-                                                             "neither fed nor loaded");
-            TargetRef t = TargetRef::op_only(op);
-            if (std::find(inits.begin(), inits.end(), t) == inits.end()) inits.push_back(t);
-        }
-        if (inits.empty()) return;
-        std::vector<Tensor> none;
-        run(find_or_make(inits, {}), {}, none);
-    }
+    void initialize_persistables();
 
     // Releases the scope and all plans; any later call throws.
-    void close() {
-        std::lock_guard lock(mu_);
-        plans_.clear();
-        root_.reset();
-    }
+    void close();
     bool closed() const { return !root_; }
 
 private:
@@ -247,16 +208,7 @@ private:
     }
 
     void eval_into_impl(std::span<const TargetRef> targets, std::span<const Feed> feeds, std::span<Tensor> out,
-                        std::vector<std::chrono::nanoseconds>* step_time) {
-        std::lock_guard lock(mu_);
-        check_open();
-        if (out.size() != targets.size())
-            throw graph_error("dlgraph.graph.target", "eval_into: " + std::to_string(targets.size()) + " targets but " +
-                                                          std::to_string(out.size()) + " outputs");
-        bound_plan& bp = plan_for(targets, feeds);
-        if (step_time) step_time->resize(bp.plan.steps.size());
-        run(bp, feeds, out, step_time ? step_time->data() : nullptr);
-    }
+                        std::vector<std::chrono::nanoseconds>* step_time);
 
     static bool same_fed(const ExecutionPlan& p, std::span<const Feed> feeds) {
         if (p.fed.size() != feeds.size()) return false;
@@ -274,251 +226,37 @@ private:
         return true;
     }
 
-    bound_plan& plan_for(std::span<const TargetRef> targets, std::span<const Feed> feeds) {
-        if (program_->revision != revision_) drop_plans();
-        for (auto& bp : plans_)
-            if (std::equal(targets.begin(), targets.end(), bp->plan.targets.begin(), bp->plan.targets.end()) &&
-                same_fed(bp->plan, feeds))
-                return *bp;
-        std::vector<std::string> fed;
-        for (auto& f : feeds) fed.emplace_back(f.name());
-        return make(targets, fed);
-    }
-    bound_plan& find_or_make(std::span<const TargetRef> targets, std::span<const std::string> fed) {
-        if (program_->revision != revision_) drop_plans();
-        for (auto& bp : plans_)
-            if (std::equal(targets.begin(), targets.end(), bp->plan.targets.begin(), bp->plan.targets.end()) &&
-                same_fed(bp->plan, fed))
-                return *bp;
-        return make(targets, fed);
-    }
-    void drop_plans() {
-        for (auto& bp : plans_) root_->drop_child(*bp->local);
-        plans_.clear();
-        revision_ = program_->revision;
-    }
+    bound_plan& plan_for(std::span<const TargetRef> targets, std::span<const Feed> feeds);
+    bound_plan& find_or_make(std::span<const TargetRef> targets, std::span<const std::string> fed);
+    void drop_plans();
 
-    bound_plan& make(std::span<const TargetRef> targets, std::span<const std::string> fed) {
-        auto bp = std::make_unique<bound_plan>();
-        bp->plan = make_plan(program_->desc, targets, fed, Device::kind);
-        const ExecutionPlan& p = bp->plan;
-        bp->local = &root_->new_child();
-        for (auto& v : p.values) {
-            Variable& var = v.kind == ValueKind::persistable ? root_->var(v.name) : bp->local->var(v.name);
-            bp->vars.push_back(&var);
-            if (v.type == VarType::LOD_TENSOR) {
-                bp->tensors.push_back(&var.get_mutable<Tensor>());
-            } else {
-                bp->tensors.push_back(&bp->placeholder);
-                bp->reshape_every_run = true;
-            }
-        }
-        bp->metas.resize(p.values.size());
-        for (int v : p.feed_values)
-            if (v >= 0) bp->inputs.push_back(v);
-        for (int v : p.scope_reads) bp->inputs.push_back(v);
-        bp->signature.resize(bp->inputs.size());
-        // Flat pointer arrays; reserve first so the contexts' pointers stay valid.
-        std::size_t nin = 0, nout = 0;
-        for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
-        bp->in_ptrs.reserve(nin);
-        bp->out_ptrs.reserve(nout);
-        bp->in_var_ptrs.reserve(nin);
-        bp->out_var_ptrs.reserve(nout);
-        for (auto& st : p.steps) {
-            KernelContext ctx;
-            ctx.in_ = {bp->in_ptrs.data() + bp->in_ptrs.size(), st.in_off.data()};
-            ctx.out_ = {bp->out_ptrs.data() + bp->out_ptrs.size(), st.out_off.data()};
-            ctx.in_vars_ = {bp->in_var_ptrs.data() + bp->in_var_ptrs.size(), st.in_off.data()};
-            ctx.out_vars_ = {bp->out_var_ptrs.data() + bp->out_var_ptrs.size(), st.out_off.data()};
-            ctx.attrs = st.attrs.data();
-            for (int v : st.ins) {
-                bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
-                bp->in_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
-            }
-            for (int v : st.outs) {
-                bp->out_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
-                bp->out_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
-            }
-            bp->steps.emplace_back(nullptr, ctx);
-        }
-        plans_.push_back(std::move(bp));
-        return *plans_.back();
-    }
+    bound_plan& make(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // Runs the initializers of persistable values the plan reads that have no
     // value yet.
-    void initialize(bound_plan& bp) {
-        const BlockDesc& blk = program_->desc.blocks[0];
-        std::vector<TargetRef> inits;
-        for (int v : bp.plan.scope_reads) {
-            if (bp.vars[static_cast<std::size_t>(v)]->initialized()) continue;
-            const std::string& name = bp.plan.values[static_cast<std::size_t>(v)].name;
-            if (bp.plan.values[static_cast<std::size_t>(v)].type != VarType::LOD_TENSOR)
-                throw value_error("dlgraph.value.unset", "list variable '" + name +
-                                                             "' holds no value: set it in the session's scope first");
-            int op = initializer_of(blk, name);
-            if (op < 0)
-                throw value_error("dlgraph.value.unset", "persistable variable '" + name +
-                                                             "' has no value: no op initializes it and it was "
-                                                             "neither fed nor loaded");
-            TargetRef t = TargetRef::op_only(op);
-            if (std::find(inits.begin(), inits.end(), t) == inits.end()) inits.push_back(t);
-        }
-        if (inits.empty()) return;
-        bound_plan& ip = find_or_make(inits, {});
-        if (&ip == &bp) throw graph_error("dlgraph.graph.cycle", "an initializer depends on itself");
-        std::vector<Tensor> none;
-        run(ip, {}, none);
-    }
+    void initialize(bound_plan& bp);
 
-    static void check_feed(const PlannedValue& pv, const Tensor& t) {
-        if (!t.initialized())
-            throw feed_error("dlgraph.feed.empty", "feed '" + pv.name + "' holds no value");
-        if (t.dtype() != pv.declared.dtype)
-            throw type_error("dlgraph.type.feed", "feed '" + pv.name + "' is " + to_string(t.dtype()) +
-                                                      " but the variable is " + to_string(pv.declared.dtype));
-        if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, t.shape()))
-            throw shape_error("dlgraph.shape.feed", "feed '" + pv.name + "' has shape " + to_string(t.shape()) +
-                                                        " but the variable is declared " +
-                                                        to_string(pv.declared.shape));
-    }
+    static void check_feed(const PlannedValue& pv, const Tensor& t);
 
     // Puts the feeds into the plan's local variables.
-    void bind_feeds(bound_plan& bp, std::span<const Feed> feeds) {
-        const ExecutionPlan& p = bp.plan;
-        for (std::size_t i = 0; i < p.fed.size(); ++i) {
-            int v = p.feed_values[i];
-            if (v < 0) continue;
-            const PlannedValue& pv = p.values[static_cast<std::size_t>(v)];
-            const Feed* f = nullptr;
-            for (auto& x : feeds)
-                if (x.name() == p.fed[i]) f = &x;
-            Tensor& dst = *bp.tensors[static_cast<std::size_t>(v)];
-            if (f->is_scalar()) {
-                Shape s = pv.declared.shape;
-                for (auto& d : s)
-                    if (d != 1 && d != -1)
-                        throw shape_error("dlgraph.shape.feed", "feed '" + pv.name + "' is a scalar but the variable "
-                                                                "is declared " + to_string(pv.declared.shape));
-                for (auto& d : s) d = 1;
-                dst.resize(pv.declared.dtype, s);
-                const Scalar& sc = f->scalar();
-                visit_dtype(pv.declared.dtype, [&]<class T>(type_tag<T>) {
-                    if constexpr (std::is_same_v<T, float16>)
-                        throw type_error("dlgraph.type.feed", "cannot feed a scalar to FP16 variable '" + pv.name + "'");
-                    else if constexpr (std::is_floating_point_v<T>) *dst.data<T>() = static_cast<T>(sc.f);
-                    else *dst.data<T>() = static_cast<T>(sc.dtype == DataType::INT64 ? sc.i : static_cast<std::int64_t>(sc.f));
-                });
-                continue;
-            }
-            check_feed(pv, f->value());
-            if (pv.written) {
-                dst.copy_from(f->value());
-            } else {
-                dst = Tensor::borrow(f->value().dtype(), f->value().shape(), f->value().raw());
-            }
-        }
-    }
+    void bind_feeds(bound_plan& bp, std::span<const Feed> feeds);
 
     // Infers every value's shape for the current inputs, checks them, and
     // (only when all of that succeeded) sizes the arena and binds tensors.
-    void shape_pass(bound_plan& bp) {
-        const ExecutionPlan& p = bp.plan;
-        std::vector<VarMeta> metas(p.values.size());
-        std::vector<bool> known(p.values.size(), false);
-        for (int v : bp.inputs) {
-            metas[static_cast<std::size_t>(v)] = {bp.tensors[static_cast<std::size_t>(v)]->dtype(),
-                                                  bp.tensors[static_cast<std::size_t>(v)]->shape()};
-            known[static_cast<std::size_t>(v)] = true;
-        }
-        for (std::size_t v = 0; v < p.values.size(); ++v)
-            if (p.values[v].kind == ValueKind::persistable && bp.tensors[v]->initialized() && !known[v]) {
-                metas[v] = {bp.tensors[v]->dtype(), bp.tensors[v]->shape()};
-                known[v] = true;
-            }
-        std::vector<DataType> kernel_dtypes;
-        infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name, &bp.vars);
-        // Commit: arena sizes, bindings, kernels.
-        MemoryPlan mem = plan_memory(p, metas);
-        const std::vector<std::size_t>& need = mem.slot_bytes;
-        if (bp.arena.size() < need.size()) bp.arena.resize(need.size());
-        for (std::size_t s = 0; s < need.size(); ++s)
-            if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
-        bp.value_slot = std::move(mem.value_slot);
-        const std::vector<std::size_t>& offset = mem.value_offset;
-        for (std::size_t v = 0; v < p.values.size(); ++v) {
-            const PlannedValue& pv = p.values[v];
-            if (!pv.written || pv.type != VarType::LOD_TENSOR) continue;
-            if (pv.kind == ValueKind::intermediate)
-                bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(bp.value_slot[v])], metas[v].dtype, metas[v].shape,
-                                    offset[v]);
-            else
-                bp.tensors[v]->resize(metas[v].dtype, metas[v].shape);
-        }
-        for (std::size_t s = 0; s < p.steps.size(); ++s)
-            bp.steps[s].first = p.steps[s].def->kernel(Device::kind, kernel_dtypes[s]);
-        bp.metas = std::move(metas);
-        bp.fused.clear();
-        if (opts_.fuse) bp.fused = detail::fuse_chains(p, bp.steps, bp.metas);
-        for (std::size_t i = 0; i < bp.inputs.size(); ++i)
-            bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
-        bp.shaped = true;
-    }
+    void shape_pass(bound_plan& bp);
 
-    bool signature_matches(const bound_plan& bp) const {
-        if (!bp.shaped || bp.reshape_every_run) return false;
-        for (std::size_t i = 0; i < bp.inputs.size(); ++i) {
-            const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
-            if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;
-        }
-        return true;
-    }
+    bool signature_matches(const bound_plan& bp) const;
 
     // With `step_time` (one entry per step), each kernel call's time is added
     // to its entry; without, the loop reads no clock.
     void run(bound_plan& bp, std::span<const Feed> feeds, std::span<Tensor> out,
-             std::chrono::nanoseconds* step_time = nullptr) {
-        bind_feeds(bp, feeds);  // checks feeds before anything else changes
-        const parallelism_scope threads(opts_.threads);
-        initialize(bp);
-        if (!signature_matches(bp)) shape_pass(bp);
-        if (!step_time) {
-            for (auto& [fn, ctx] : bp.steps) fn(ctx);
-        } else {
-            using clock = std::chrono::steady_clock;
-            for (std::size_t s = 0; s < bp.steps.size(); ++s) {
-                const auto t0 = clock::now();
-                bp.steps[s].first(bp.steps[s].second);
-                step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
-            }
-        }
-        const ExecutionPlan& p = bp.plan;
-        for (std::size_t i = 0; i < out.size(); ++i) {
-            int v = p.target_values[i];
-            if (v < 0) out[i].reset();
-            else hand_out(bp, v, out[i]);
-        }
-    }
+             std::chrono::nanoseconds* step_time = nullptr);
 
     // Gives the caller the value of target `v`. When the caller's tensor owns
     // a large enough buffer of its own and the target has a dedicated arena
     // slot, the two buffers are swapped instead of copied: the caller gets
     // the computed buffer, the plan takes the caller's old one.
-    static void hand_out(bound_plan& bp, int v, Tensor& dst) {
-        const PlannedValue& pv = bp.plan.values[static_cast<std::size_t>(v)];
-        Tensor& src = *bp.tensors[static_cast<std::size_t>(v)];
-        const bool swappable = pv.kind == ValueKind::intermediate && pv.written && pv.slot >= 0 &&
-                               src.buffer() && dst.buffer() && dst.buffer().use_count() == 1 &&
-                               dst.capacity() >= src.bytes() &&
-                               dst.capacity() <= 2 * std::max<std::size_t>(src.bytes(), buffer_alignment);
-        if (!swappable) return dst.copy_from(src);
-        auto& slot = bp.arena[static_cast<std::size_t>(bp.value_slot[static_cast<std::size_t>(v)])];
-        std::shared_ptr<Buffer> mine = dst.buffer();
-        dst.bind(src.buffer(), src.dtype(), src.shape());
-        slot = std::move(mine);
-        src.bind(slot, src.dtype(), src.shape());
-    }
+    static void hand_out(bound_plan& bp, int v, Tensor& dst);
 
     std::shared_ptr<const detail::program_state> program_;
     SessionOptions opts_;
@@ -527,5 +265,333 @@ private:
     std::uint64_t revision_ = 0;
     std::recursive_mutex mu_;
 };
+
+// The larger members, out of class and so not inline: a DLGRAPH_PREBUILT
+// program uses the library's Session<cpu> (extern template, below) instead
+// of compiling them again (see config.hpp).
+
+template <device_policy Device>
+auto Session<Device>::memory_plan(std::span<const TargetRef> targets, std::span<const std::string> fed) -> MemoryPlan {
+    std::lock_guard lock(mu_);
+    check_open();
+    bound_plan& bp = find_or_make(targets, fed);
+    if (!bp.shaped)
+        throw session_error("dlgraph.session.unshaped", "memory_plan: the plan has not run yet, so its shapes are unknown");
+    return plan_memory(bp.plan, bp.metas);
+}
+
+template <device_policy Device>
+auto Session<Device>::fused_steps(std::span<const TargetRef> targets,
+        std::span<const std::string> fed) -> std::vector<std::pair<int, int>> {
+    std::lock_guard lock(mu_);
+    check_open();
+    std::vector<std::pair<int, int>> r;
+    for (auto& c : find_or_make(targets, fed).fused) r.emplace_back(c->first, c->last);
+    return r;
+}
+
+template <device_policy Device>
+auto Session<Device>::plan(std::span<const TargetRef> targets,
+        std::span<const std::string> fed) -> const ExecutionPlan& {
+    std::lock_guard lock(mu_);
+    check_open();
+    return find_or_make(targets, fed).plan;
+}
+
+template <device_policy Device>
+auto Session<Device>::initialize_persistables() -> void {
+    std::lock_guard lock(mu_);
+    check_open();
+    const BlockDesc& blk = program_->desc.blocks[0];
+    std::vector<TargetRef> inits;
+    for (auto& vd : blk.vars) {
+        if (!vd.persistable || vd.type != VarType::LOD_TENSOR) continue;
+        if (const Variable* v = root_->find_local(vd.name); v && v->initialized()) continue;
+        const int op = initializer_of(blk, vd.name);
+        if (op < 0)
+            throw value_error("dlgraph.value.unset", "persistable variable '" + vd.name +
+                                                         "' has no value: no op initializes it and it was "
+                                                         "neither fed nor loaded");
+        TargetRef t = TargetRef::op_only(op);
+        if (std::find(inits.begin(), inits.end(), t) == inits.end()) inits.push_back(t);
+    }
+    if (inits.empty()) return;
+    std::vector<Tensor> none;
+    run(find_or_make(inits, {}), {}, none);
+}
+
+template <device_policy Device>
+auto Session<Device>::close() -> void {
+    std::lock_guard lock(mu_);
+    plans_.clear();
+    root_.reset();
+}
+
+template <device_policy Device>
+auto Session<Device>::eval_into_impl(std::span<const TargetRef> targets, std::span<const Feed> feeds,
+        std::span<Tensor> out, std::vector<std::chrono::nanoseconds>* step_time) -> void {
+    std::lock_guard lock(mu_);
+    check_open();
+    if (out.size() != targets.size())
+        throw graph_error("dlgraph.graph.target", "eval_into: " + std::to_string(targets.size()) + " targets but " +
+                                                      std::to_string(out.size()) + " outputs");
+    bound_plan& bp = plan_for(targets, feeds);
+    if (step_time) step_time->resize(bp.plan.steps.size());
+    run(bp, feeds, out, step_time ? step_time->data() : nullptr);
+}
+
+template <device_policy Device>
+auto Session<Device>::plan_for(std::span<const TargetRef> targets, std::span<const Feed> feeds) -> bound_plan& {
+    if (program_->revision != revision_) drop_plans();
+    for (auto& bp : plans_)
+        if (std::equal(targets.begin(), targets.end(), bp->plan.targets.begin(), bp->plan.targets.end()) &&
+            same_fed(bp->plan, feeds))
+            return *bp;
+    std::vector<std::string> fed;
+    for (auto& f : feeds) fed.emplace_back(f.name());
+    return make(targets, fed);
+}
+
+template <device_policy Device>
+auto Session<Device>::find_or_make(std::span<const TargetRef> targets,
+        std::span<const std::string> fed) -> bound_plan& {
+    if (program_->revision != revision_) drop_plans();
+    for (auto& bp : plans_)
+        if (std::equal(targets.begin(), targets.end(), bp->plan.targets.begin(), bp->plan.targets.end()) &&
+            same_fed(bp->plan, fed))
+            return *bp;
+    return make(targets, fed);
+}
+
+template <device_policy Device>
+auto Session<Device>::drop_plans() -> void {
+    for (auto& bp : plans_) root_->drop_child(*bp->local);
+    plans_.clear();
+    revision_ = program_->revision;
+}
+
+template <device_policy Device>
+auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const std::string> fed) -> bound_plan& {
+    auto bp = std::make_unique<bound_plan>();
+    bp->plan = make_plan(program_->desc, targets, fed, Device::kind);
+    const ExecutionPlan& p = bp->plan;
+    bp->local = &root_->new_child();
+    for (auto& v : p.values) {
+        Variable& var = v.kind == ValueKind::persistable ? root_->var(v.name) : bp->local->var(v.name);
+        bp->vars.push_back(&var);
+        if (v.type == VarType::LOD_TENSOR) {
+            bp->tensors.push_back(&var.get_mutable<Tensor>());
+        } else {
+            bp->tensors.push_back(&bp->placeholder);
+            bp->reshape_every_run = true;
+        }
+    }
+    bp->metas.resize(p.values.size());
+    for (int v : p.feed_values)
+        if (v >= 0) bp->inputs.push_back(v);
+    for (int v : p.scope_reads) bp->inputs.push_back(v);
+    bp->signature.resize(bp->inputs.size());
+    // Flat pointer arrays; reserve first so the contexts' pointers stay valid.
+    std::size_t nin = 0, nout = 0;
+    for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
+    bp->in_ptrs.reserve(nin);
+    bp->out_ptrs.reserve(nout);
+    bp->in_var_ptrs.reserve(nin);
+    bp->out_var_ptrs.reserve(nout);
+    for (auto& st : p.steps) {
+        KernelContext ctx;
+        ctx.in_ = {bp->in_ptrs.data() + bp->in_ptrs.size(), st.in_off.data()};
+        ctx.out_ = {bp->out_ptrs.data() + bp->out_ptrs.size(), st.out_off.data()};
+        ctx.in_vars_ = {bp->in_var_ptrs.data() + bp->in_var_ptrs.size(), st.in_off.data()};
+        ctx.out_vars_ = {bp->out_var_ptrs.data() + bp->out_var_ptrs.size(), st.out_off.data()};
+        ctx.attrs = st.attrs.data();
+        for (int v : st.ins) {
+            bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+            bp->in_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
+        }
+        for (int v : st.outs) {
+            bp->out_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
+            bp->out_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
+        }
+        bp->steps.emplace_back(nullptr, ctx);
+    }
+    plans_.push_back(std::move(bp));
+    return *plans_.back();
+}
+
+template <device_policy Device>
+auto Session<Device>::initialize(bound_plan& bp) -> void {
+    const BlockDesc& blk = program_->desc.blocks[0];
+    std::vector<TargetRef> inits;
+    for (int v : bp.plan.scope_reads) {
+        if (bp.vars[static_cast<std::size_t>(v)]->initialized()) continue;
+        const std::string& name = bp.plan.values[static_cast<std::size_t>(v)].name;
+        if (bp.plan.values[static_cast<std::size_t>(v)].type != VarType::LOD_TENSOR)
+            throw value_error("dlgraph.value.unset", "list variable '" + name +
+                                                         "' holds no value: set it in the session's scope first");
+        int op = initializer_of(blk, name);
+        if (op < 0)
+            throw value_error("dlgraph.value.unset", "persistable variable '" + name +
+                                                         "' has no value: no op initializes it and it was "
+                                                         "neither fed nor loaded");
+        TargetRef t = TargetRef::op_only(op);
+        if (std::find(inits.begin(), inits.end(), t) == inits.end()) inits.push_back(t);
+    }
+    if (inits.empty()) return;
+    bound_plan& ip = find_or_make(inits, {});
+    if (&ip == &bp) throw graph_error("dlgraph.graph.cycle", "an initializer depends on itself");
+    std::vector<Tensor> none;
+    run(ip, {}, none);
+}
+
+template <device_policy Device>
+auto Session<Device>::check_feed(const PlannedValue& pv, const Tensor& t) -> void {
+    if (!t.initialized())
+        throw feed_error("dlgraph.feed.empty", "feed '" + pv.name + "' holds no value");
+    if (t.dtype() != pv.declared.dtype)
+        throw type_error("dlgraph.type.feed", "feed '" + pv.name + "' is " + to_string(t.dtype()) +
+                                                  " but the variable is " + to_string(pv.declared.dtype));
+    if (!pv.declared.shape.empty() && !dims_compatible(pv.declared.shape, t.shape()))
+        throw shape_error("dlgraph.shape.feed", "feed '" + pv.name + "' has shape " + to_string(t.shape()) +
+                                                    " but the variable is declared " +
+                                                    to_string(pv.declared.shape));
+}
+
+template <device_policy Device>
+auto Session<Device>::bind_feeds(bound_plan& bp, std::span<const Feed> feeds) -> void {
+    const ExecutionPlan& p = bp.plan;
+    for (std::size_t i = 0; i < p.fed.size(); ++i) {
+        int v = p.feed_values[i];
+        if (v < 0) continue;
+        const PlannedValue& pv = p.values[static_cast<std::size_t>(v)];
+        const Feed* f = nullptr;
+        for (auto& x : feeds)
+            if (x.name() == p.fed[i]) f = &x;
+        Tensor& dst = *bp.tensors[static_cast<std::size_t>(v)];
+        if (f->is_scalar()) {
+            Shape s = pv.declared.shape;
+            for (auto& d : s)
+                if (d != 1 && d != -1)
+                    throw shape_error("dlgraph.shape.feed", "feed '" + pv.name + "' is a scalar but the variable "
+                                                            "is declared " + to_string(pv.declared.shape));
+            for (auto& d : s) d = 1;
+            dst.resize(pv.declared.dtype, s);
+            const Scalar& sc = f->scalar();
+            visit_dtype(pv.declared.dtype, [&]<class T>(type_tag<T>) {
+                if constexpr (std::is_same_v<T, float16>)
+                    throw type_error("dlgraph.type.feed", "cannot feed a scalar to FP16 variable '" + pv.name + "'");
+                else if constexpr (std::is_floating_point_v<T>) *dst.data<T>() = static_cast<T>(sc.f);
+                else *dst.data<T>() = static_cast<T>(sc.dtype == DataType::INT64 ? sc.i : static_cast<std::int64_t>(sc.f));
+            });
+            continue;
+        }
+        check_feed(pv, f->value());
+        if (pv.written) {
+            dst.copy_from(f->value());
+        } else {
+            dst = Tensor::borrow(f->value().dtype(), f->value().shape(), f->value().raw());
+        }
+    }
+}
+
+template <device_policy Device>
+auto Session<Device>::shape_pass(bound_plan& bp) -> void {
+    const ExecutionPlan& p = bp.plan;
+    std::vector<VarMeta> metas(p.values.size());
+    std::vector<bool> known(p.values.size(), false);
+    for (int v : bp.inputs) {
+        metas[static_cast<std::size_t>(v)] = {bp.tensors[static_cast<std::size_t>(v)]->dtype(),
+                                              bp.tensors[static_cast<std::size_t>(v)]->shape()};
+        known[static_cast<std::size_t>(v)] = true;
+    }
+    for (std::size_t v = 0; v < p.values.size(); ++v)
+        if (p.values[v].kind == ValueKind::persistable && bp.tensors[v]->initialized() && !known[v]) {
+            metas[v] = {bp.tensors[v]->dtype(), bp.tensors[v]->shape()};
+            known[v] = true;
+        }
+    std::vector<DataType> kernel_dtypes;
+    infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name, &bp.vars);
+    // Commit: arena sizes, bindings, kernels.
+    MemoryPlan mem = plan_memory(p, metas);
+    const std::vector<std::size_t>& need = mem.slot_bytes;
+    if (bp.arena.size() < need.size()) bp.arena.resize(need.size());
+    for (std::size_t s = 0; s < need.size(); ++s)
+        if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
+    bp.value_slot = std::move(mem.value_slot);
+    const std::vector<std::size_t>& offset = mem.value_offset;
+    for (std::size_t v = 0; v < p.values.size(); ++v) {
+        const PlannedValue& pv = p.values[v];
+        if (!pv.written || pv.type != VarType::LOD_TENSOR) continue;
+        if (pv.kind == ValueKind::intermediate)
+            bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(bp.value_slot[v])], metas[v].dtype, metas[v].shape,
+                                offset[v]);
+        else
+            bp.tensors[v]->resize(metas[v].dtype, metas[v].shape);
+    }
+    for (std::size_t s = 0; s < p.steps.size(); ++s)
+        bp.steps[s].first = p.steps[s].def->kernel(Device::kind, kernel_dtypes[s]);
+    bp.metas = std::move(metas);
+    bp.fused.clear();
+    if (opts_.fuse) bp.fused = detail::fuse_chains(p, bp.steps, bp.metas);
+    for (std::size_t i = 0; i < bp.inputs.size(); ++i)
+        bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
+    bp.shaped = true;
+}
+
+template <device_policy Device>
+auto Session<Device>::signature_matches(const bound_plan& bp) const -> bool {
+    if (!bp.shaped || bp.reshape_every_run) return false;
+    for (std::size_t i = 0; i < bp.inputs.size(); ++i) {
+        const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
+        if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;
+    }
+    return true;
+}
+
+template <device_policy Device>
+auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span<Tensor> out,
+        std::chrono::nanoseconds* step_time) -> void {
+    bind_feeds(bp, feeds);  // checks feeds before anything else changes
+    const parallelism_scope threads(opts_.threads);
+    initialize(bp);
+    if (!signature_matches(bp)) shape_pass(bp);
+    if (!step_time) {
+        for (auto& [fn, ctx] : bp.steps) fn(ctx);
+    } else {
+        using clock = std::chrono::steady_clock;
+        for (std::size_t s = 0; s < bp.steps.size(); ++s) {
+            const auto t0 = clock::now();
+            bp.steps[s].first(bp.steps[s].second);
+            step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+        }
+    }
+    const ExecutionPlan& p = bp.plan;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        int v = p.target_values[i];
+        if (v < 0) out[i].reset();
+        else hand_out(bp, v, out[i]);
+    }
+}
+
+template <device_policy Device>
+auto Session<Device>::hand_out(bound_plan& bp, int v, Tensor& dst) -> void {
+    const PlannedValue& pv = bp.plan.values[static_cast<std::size_t>(v)];
+    Tensor& src = *bp.tensors[static_cast<std::size_t>(v)];
+    const bool swappable = pv.kind == ValueKind::intermediate && pv.written && pv.slot >= 0 &&
+                           src.buffer() && dst.buffer() && dst.buffer().use_count() == 1 &&
+                           dst.capacity() >= src.bytes() &&
+                           dst.capacity() <= 2 * std::max<std::size_t>(src.bytes(), buffer_alignment);
+    if (!swappable) return dst.copy_from(src);
+    auto& slot = bp.arena[static_cast<std::size_t>(bp.value_slot[static_cast<std::size_t>(v)])];
+    std::shared_ptr<Buffer> mine = dst.buffer();
+    dst.bind(src.buffer(), src.dtype(), src.shape());
+    slot = std::move(mine);
+    src.bind(slot, src.dtype(), src.shape());
+}
+
+#if DLGRAPH_EXTERN_TEMPLATES
+// Compiled once in dlgraph::prebuilt (src/runtime.cpp; see config.hpp).
+extern template class Session<cpu>;
+#endif
 
 }  // namespace dlgraph

@@ -9,23 +9,76 @@
 #include <fstream>
 #include <sstream>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/json.hpp"
 #include "dlgraph/ops/op_table.hpp"
 
 namespace dlgraph {
 
-inline std::string op_path(int block, int op) {
+DLGRAPH_INLINE std::string op_path(int block, int op);
+
+DLGRAPH_INLINE const OpDef& lookup_op(const std::string& type, const std::string& where);
+
+// The op's attributes in `def.attrs` order, defaults filled in. INT and LONG
+// are interchangeable where the value fits.
+DLGRAPH_INLINE std::vector<Attribute> normalize_attrs(const OpDef& def, const OpDesc& op, const std::string& where);
+
+namespace detail {
+DLGRAPH_INLINE void check_slots(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots, const OpDesc& op,
+                                const char* kind, const std::string& where);
+}  // namespace detail
+
+// Finds the declaration of `name` in block `b` or its ancestors.
+DLGRAPH_INLINE const VarDesc* find_var_desc(const ProgramDesc& p, int b, std::string_view name);
+
+DLGRAPH_INLINE bool dims_compatible(const Shape& declared, const Shape& actual);
+
+// Runs shape inference for `op` on declared metas (outputs start as
+// declared), then checks that some device has a kernel for the result;
+// shared by the builder and the validator.
+DLGRAPH_INLINE void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attribute>& attrs,
+                             const std::vector<const VarMeta*>& in_metas, const std::vector<VarMeta*>& out_metas,
+                             std::string_view label);
+
+// Flattens the op's variables in slot-definition order.
+DLGRAPH_INLINE std::vector<std::string> slot_args(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots);
+
+// Validates every op of every block; throws with the path of the first fault.
+DLGRAPH_INLINE void validate(const ProgramDesc& p);
+
+// Parses and validates a program from JSON text.
+DLGRAPH_INLINE ProgramDesc load_program(std::string_view text);
+
+DLGRAPH_INLINE std::string save_program(const ProgramDesc& p, int indent = 1);
+
+DLGRAPH_INLINE std::string read_text_file(const std::string& path);
+
+namespace detail {
+// Rethrows `e` as the same type with `prefix: ` put before its message.
+template <class E> [[noreturn]] void rethrow_prefixed(const E& e, const std::string& prefix) {
+    throw E(e.id(), prefix + ": " + std::string(e.what()).substr(e.id().size() + 3));
+}
+}  // namespace detail
+
+// Loads and validates a program file; every error names the file.
+DLGRAPH_INLINE ProgramDesc load_program_file(const std::string& path);
+
+}  // namespace dlgraph
+
+#if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph {
+
+DLGRAPH_INLINE std::string op_path(int block, int op) {
     return "blocks[" + std::to_string(block) + "].ops[" + std::to_string(op) + "]";
 }
 
-inline const OpDef& lookup_op(const std::string& type, const std::string& where) {
+DLGRAPH_INLINE const OpDef& lookup_op(const std::string& type, const std::string& where) {
     if (auto* d = find_op(type)) return *d;
     throw graph_error("dlgraph.graph.unknown_op", where + ": unknown op type '" + type + "'");
 }
 
-// The op's attributes in `def.attrs` order, defaults filled in. INT and LONG
-// are interchangeable where the value fits.
-inline std::vector<Attribute> normalize_attrs(const OpDef& def, const OpDesc& op, const std::string& where) {
+DLGRAPH_INLINE std::vector<Attribute> normalize_attrs(const OpDef& def, const OpDesc& op, const std::string& where) {
     std::vector<Attribute> out;
     out.reserve(def.attrs.size());
     for (auto& ad : def.attrs) {
@@ -59,9 +112,12 @@ inline std::vector<Attribute> normalize_attrs(const OpDef& def, const OpDesc& op
     return out;
 }
 
-namespace detail {
-inline void check_slots(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots, const OpDesc& op,
-                        const char* kind, const std::string& where) {
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE void check_slots(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots, const OpDesc& op,
+                                const char* kind, const std::string& where) {
     for (auto& s : slots) {
         bool known = false;
         for (auto& d : defs) known = known || d.name == s.parameter;
@@ -90,10 +146,12 @@ inline void check_slots(const std::vector<SlotDef>& defs, const std::vector<OpSl
                 if (a.empty()) throw graph_error("dlgraph.graph.slot", p + ": empty variable name");
     }
 }
-}  // namespace detail
 
-// Finds the declaration of `name` in block `b` or its ancestors.
-inline const VarDesc* find_var_desc(const ProgramDesc& p, int b, std::string_view name) {
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
+DLGRAPH_INLINE const VarDesc* find_var_desc(const ProgramDesc& p, int b, std::string_view name) {
     while (b >= 0) {
         auto& blk = p.blocks[static_cast<std::size_t>(b)];
         if (auto* v = blk.find_var(name)) return v;
@@ -102,19 +160,16 @@ inline const VarDesc* find_var_desc(const ProgramDesc& p, int b, std::string_vie
     return nullptr;
 }
 
-inline bool dims_compatible(const Shape& declared, const Shape& actual) {
+DLGRAPH_INLINE bool dims_compatible(const Shape& declared, const Shape& actual) {
     if (declared.rank() != actual.rank()) return false;
     for (int i = 0; i < declared.rank(); ++i)
         if (declared[i] >= 0 && actual[i] >= 0 && declared[i] != actual[i]) return false;
     return true;
 }
 
-// Runs shape inference for `op` on declared metas (outputs start as
-// declared), then checks that some device has a kernel for the result;
-// shared by the builder and the validator.
-inline void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attribute>& attrs,
-                     const std::vector<const VarMeta*>& in_metas, const std::vector<VarMeta*>& out_metas,
-                     std::string_view label) {
+DLGRAPH_INLINE void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attribute>& attrs,
+                             const std::vector<const VarMeta*>& in_metas, const std::vector<VarMeta*>& out_metas,
+                             std::string_view label) {
     std::vector<std::uint16_t> in_off{0}, out_off{0};
     for (auto& sd : def.inputs) {
         auto* s = op.input(sd.name);
@@ -129,8 +184,7 @@ inline void infer_op(const OpDef& def, const OpDesc& op, const std::vector<Attri
     check_kernel(def, kernel_dtype(def, ctx, attrs.data()), label, DeviceKind::CPU, true);
 }
 
-// Flattens the op's variables in slot-definition order.
-inline std::vector<std::string> slot_args(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots) {
+DLGRAPH_INLINE std::vector<std::string> slot_args(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots) {
     std::vector<std::string> out;
     for (auto& d : defs)
         for (auto& s : slots)
@@ -138,8 +192,7 @@ inline std::vector<std::string> slot_args(const std::vector<SlotDef>& defs, cons
     return out;
 }
 
-// Validates every op of every block; throws with the path of the first fault.
-inline void validate(const ProgramDesc& p) {
+DLGRAPH_INLINE void validate(const ProgramDesc& p) {
     for (std::size_t bi = 0; bi < p.blocks.size(); ++bi) {
         auto& blk = p.blocks[bi];
         for (std::size_t oi = 0; oi < blk.ops.size(); ++oi) {
@@ -194,20 +247,19 @@ inline void validate(const ProgramDesc& p) {
     }
 }
 
-// Parses and validates a program from JSON text.
-inline ProgramDesc load_program(std::string_view text) {
+DLGRAPH_INLINE ProgramDesc load_program(std::string_view text) {
     ProgramDesc p;
     from_json(parse_json_text(text), p);
     validate(p);
     return p;
 }
 
-inline std::string save_program(const ProgramDesc& p, int indent = 1) {
+DLGRAPH_INLINE std::string save_program(const ProgramDesc& p, int indent) {
     json j = p;
     return j.dump(indent);
 }
 
-inline std::string read_text_file(const std::string& path) {
+DLGRAPH_INLINE std::string read_text_file(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         throw io_error("dlgraph.io.open", "'" + path + "' is a directory, not a file");
@@ -219,15 +271,7 @@ inline std::string read_text_file(const std::string& path) {
     return ss.str();
 }
 
-namespace detail {
-// Rethrows `e` as the same type with `prefix: ` put before its message.
-template <class E> [[noreturn]] void rethrow_prefixed(const E& e, const std::string& prefix) {
-    throw E(e.id(), prefix + ": " + std::string(e.what()).substr(e.id().size() + 3));
-}
-}  // namespace detail
-
-// Loads and validates a program file; every error names the file.
-inline ProgramDesc load_program_file(const std::string& path) {
+DLGRAPH_INLINE ProgramDesc load_program_file(const std::string& path) {
     std::string text = read_text_file(path);
     try {
         return load_program(text);
@@ -243,3 +287,4 @@ inline ProgramDesc load_program_file(const std::string& path) {
 }
 
 }  // namespace dlgraph
+#endif  // DLGRAPH_DEFINE_RUNTIME

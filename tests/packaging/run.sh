@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checks the three ways to use dlgraph: find_package after `cmake --install`,
-# add_subdirectory, and a plain compiler given only the include path.
+# Checks the ways to use dlgraph: find_package after `cmake --install`,
+# add_subdirectory, and a plain compiler given only the include path; the
+# installed package also against dlgraph::prebuilt.
 # Usage: run.sh SOURCE_DIR WORK_DIR
 set -euo pipefail
 src=$(cd "$1" && pwd)
@@ -11,13 +12,15 @@ gen=()
 quiet() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log"; exit 1; }; }
 
 echo "== install"
-quiet cmake -S "$src" -B "$work/lib" -DDLGRAPH_BUILD_TESTS=OFF -DDLGRAPH_BUILD_EXAMPLES=OFF -DDLGRAPH_BUILD_TOOLS=OFF
+quiet cmake -S "$src" -B "$work/lib" -DCMAKE_BUILD_TYPE=Release -DDLGRAPH_BUILD_TESTS=OFF -DDLGRAPH_BUILD_EXAMPLES=OFF -DDLGRAPH_BUILD_TOOLS=OFF
+quiet cmake --build "$work/lib" -j2  # dlgraph::prebuilt
 quiet cmake --install "$work/lib" --prefix "$work/prefix"
 
 echo "== find_package(dlgraph CONFIG)"
 quiet cmake -S "$here/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix"
 quiet cmake --build "$work/consumer"
 "$work/consumer/consumer"
+"$work/consumer/consumer_prebuilt"
 
 echo "== add_subdirectory"
 quiet cmake -S "$here/subdir" -B "$work/subdir" -DDLGRAPH_SOURCE_DIR="$src"

@@ -18,7 +18,7 @@
 
 namespace dlgraph {
 
-DLGRAPH_OPS_INLINE const std::vector<OpDef>& op_table() {
+DLGRAPH_INLINE const std::vector<OpDef>& op_table() {
     static const std::vector<OpDef> table = [] {
         std::vector<OpDef> t{
 #define DLGRAPH_X(name) ops::name##_def(),
@@ -30,7 +30,7 @@ DLGRAPH_OPS_INLINE const std::vector<OpDef>& op_table() {
     return table;
 }
 
-DLGRAPH_OPS_INLINE const OpDef* find_op(std::string_view type) {
+DLGRAPH_INLINE const OpDef* find_op(std::string_view type) {
     static const std::unordered_map<std::string_view, const OpDef*> index = [] {
         std::unordered_map<std::string_view, const OpDef*> m;
         for (auto& d : op_table()) m.emplace(d.type, &d);

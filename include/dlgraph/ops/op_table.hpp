@@ -3,24 +3,17 @@
 // definition fails the build, and `op_count` is checked against the table.
 //
 // The kernels themselves are instantiated where `op_table()` is defined:
-// by default inline in every translation unit that includes this header
-// (ops/all_ops.hpp), or, when DLGRAPH_PREBUILT_OPS is defined, once in the
-// compiled library dlgraph::ops (src/ops.cpp), which cuts a program's
-// compile time to parsing the headers. A program uses one mode throughout:
-// linking dlgraph::ops defines the macro for every file that uses it.
+// inline in every translation unit that includes this header
+// (ops/all_ops.hpp) in header-only use, or once in the library
+// dlgraph::prebuilt (src/ops.cpp) for a program built with DLGRAPH_PREBUILT
+// (see config.hpp), which cuts its compile time to parsing the headers.
 #pragma once
 
 #include <string_view>
 #include <vector>
 
+#include "dlgraph/config.hpp"
 #include "dlgraph/op.hpp"
-
-// Inline in header-only use; ordinary functions of dlgraph::ops otherwise.
-#if defined(DLGRAPH_PREBUILT_OPS) || defined(DLGRAPH_BUILDING_OPS)
-#define DLGRAPH_OPS_INLINE
-#else
-#define DLGRAPH_OPS_INLINE inline
-#endif
 
 #define DLGRAPH_OP_LIST(X)                                                                                     \
     X(elementwise_add) X(elementwise_sub) X(elementwise_mul) X(elementwise_div) X(elementwise_max)             \
@@ -48,12 +41,12 @@ enum class op_id : int {
 inline constexpr int op_count = static_cast<int>(op_id::count);
 
 // Every op's definition, in DLGRAPH_OP_LIST's order.
-DLGRAPH_OPS_INLINE const std::vector<OpDef>& op_table();
+DLGRAPH_INLINE const std::vector<OpDef>& op_table();
 // The definition of op `type`, or nullptr.
-DLGRAPH_OPS_INLINE const OpDef* find_op(std::string_view type);
+DLGRAPH_INLINE const OpDef* find_op(std::string_view type);
 
 }  // namespace dlgraph
 
-#ifndef DLGRAPH_PREBUILT_OPS
+#if DLGRAPH_DEFINE_OPS
 #include "dlgraph/ops/all_ops.hpp"
 #endif
