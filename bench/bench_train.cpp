@@ -63,7 +63,9 @@ BENCHMARK(BM_mlp_train_step)
 
 static void BM_mlp_forward(benchmark::State& state) {
     mlp m(false);
-    Session<cpu> s(m.p, SessionOptions{static_cast<int>(state.range(1))});
+    SessionOptions opts{static_cast<int>(state.range(1))};
+    opts.prepack = state.range(2) != 0;
+    Session<cpu> s(m.p, opts);
     Tensor x, y;
     fill_batch(state.range(0), x, y);
     const std::vector<TargetRef> targets{m.logits};
@@ -75,9 +77,13 @@ static void BM_mlp_forward(benchmark::State& state) {
         benchmark::DoNotOptimize(out[0].raw());
     }
 }
+// prepack 0: the weights are packed for the GEMM on every call, as before
+// SessionOptions::prepack, for comparison in the same run.
 BENCHMARK(BM_mlp_forward)
-    ->ArgNames({"batch", "threads"})
-    ->ArgsProduct({{1, 64, 256}, {1, 2}})
+    ->ArgNames({"batch", "threads", "prepack"})
+    ->ArgsProduct({{1, 64, 256}, {1, 2}, {1}})
+    ->Args({64, 1, 0})
+    ->Args({256, 1, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

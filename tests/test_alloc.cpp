@@ -128,3 +128,29 @@ TEST_CASE("a feed of a new shape re-plans memory once, then is steady again") {
           }) == 0);
     CHECK(out[0].numel() == 4);
 }
+
+TEST_CASE("packed weights: steady evaluation allocates nothing, nor does repacking a changed weight") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 64});
+    auto w = p.parameter<float>("w", {64, 48}, init::uniform(-1, 1, 3));
+    auto y = relu(matmul(x, w));
+    Session<cpu> s(p);
+    xt::xarray<float> xv = xt::ones<float>({16, 64});
+    const std::vector<TargetRef> targets{y};
+    const std::vector<Feed> feeds{{x.name(), xv}};
+    std::vector<Tensor> out(1);
+    s.eval_into(targets, feeds, out);
+    s.eval_into(targets, feeds, out);
+    REQUIRE(s.packed_steps(targets, std::vector<std::string>{x.name()}).size() == 1);
+    CHECK(count_allocations([&] {
+              for (int i = 0; i < 20; ++i) s.eval_into(targets, feeds, out);
+          }) == 0);
+    Tensor& wt = s.scope().var(w.name()).get_mutable<Tensor>();
+    CHECK(count_allocations([&] {
+              for (int i = 0; i < 5; ++i) {
+                  wt.data<float>()[0] = static_cast<float>(i);
+                  s.scope().var(w.name()).touch();
+                  s.eval_into(targets, feeds, out);
+              }
+          }) == 0);
+}

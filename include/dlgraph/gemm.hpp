@@ -193,25 +193,52 @@ void micro_tile(std::int64_t kc, const T* Ap, const T* Bp, T* C, std::int64_t ld
     else micro_kernel<T, MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
 }
 
-// The packed product of an M x N block of C, one thread.
+// K in equal blocks of at most kc_block: 784 = 4 x 196, not 3 x 256 + 16
+// (a thin last block pays the C updates and packing of a full one).
+inline std::int64_t k_block(std::int64_t K) {
+    const std::int64_t blocks = (K + kc_block - 1) / kc_block;
+    return (K + blocks - 1) / blocks;
+}
+
+// B packed whole, block after block as packed_gemm packs it: the block of
+// columns [jc, jc + nc) and depths [pc, pc + kc) starts at K * jc +
+// pc * round_up(nc, nr). K * round_up(N, nr) elements in all.
+template <class T> std::int64_t packed_b_size(std::int64_t K, std::int64_t N) {
+    return K * ((N + nr<T> - 1) / nr<T> * nr<T>);
+}
+template <class T> std::int64_t packed_b_offset(std::int64_t K, std::int64_t jc, std::int64_t nc, std::int64_t pc) {
+    return K * jc + pc * ((nc + nr<T> - 1) / nr<T> * nr<T>);
+}
+template <class T> void pack_b_whole(view<T> B, std::int64_t K, std::int64_t N, T* out) {
+    const std::int64_t kc_max = k_block(K);
+    for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
+        const std::int64_t nc = std::min(nc_block<T>, N - jc);
+        for (std::int64_t pc = 0; pc < K; pc += kc_max)
+            pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, std::min(kc_max, K - pc), nc,
+                   out + packed_b_offset<T>(K, jc, nc, pc));
+    }
+}
+
+// The packed product of an M x N block of C, one thread. With `prepacked`
+// (B packed whole by pack_b_whole) B itself is not read.
 template <class T>
 void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T> A, view<T> B, bool accumulate, T* C,
-                 std::int64_t ldc) {
+                 std::int64_t ldc, const T* prepacked = nullptr) {
     constexpr int MR = mr<T>, NR = nr<T>;
     auto& buf = thread_buffers<T>();
-    // K in equal blocks of at most kc_block: 784 = 4 x 196, not 3 x 256 + 16
-    // (a thin last block pays the C updates and packing of a full one).
-    const std::int64_t kc_max = (K + (K + kc_block - 1) / kc_block - 1) / ((K + kc_block - 1) / kc_block);
+    const std::int64_t kc_max = k_block(K);
     const std::int64_t nc_max = std::min((N + NR - 1) / NR * NR, nc_block<T>);
     const std::int64_t mc_max = std::min((M + MR - 1) / MR * MR, mc_block<T>);
-    T* Bp = buf.b.get(kc_max * nc_max);
+    T* const b_buf = prepacked ? nullptr : buf.b.get(kc_max * nc_max);
     T* Ap = buf.a.get(kc_max * mc_max);
     for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
         const std::int64_t nc = std::min(nc_block<T>, N - jc);
         for (std::int64_t pc = 0; pc < K; pc += kc_max) {
             const std::int64_t kc = std::min(kc_max, K - pc);
             const bool acc = accumulate || pc > 0;
-            pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, kc, nc, Bp);
+            const T* Bp = b_buf;
+            if (prepacked) Bp = prepacked + packed_b_offset<T>(K, jc, nc, pc);
+            else pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, kc, nc, b_buf);
             for (std::int64_t ic = 0; ic < M; ic += mc_block<T>) {
                 const std::int64_t mc = std::min(mc_block<T>, M - ic);
                 pack_a(view<T>{&A(ic, pc), A.rs, A.cs}, mc, kc, Ap);
@@ -346,6 +373,54 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
             serial_gemm(b1 - b0, N, K, alpha, view<T>{&a(b0, 0), a.rs, a.cs}, b, accumulate, C + b0 * ldc, ldc);
     });
 #endif
+}
+
+// ---- B packed once ------------------------------------------------------------
+// A constant B (a weight matrix in inference) can be packed once and reused
+// by every product with it: gemm_pack_b writes op(B), K x N, as the packed
+// path reads it, and gemm_prepacked multiplies with that instead of packing
+// B on each call (about a tenth of a 64 x 784 x 512 product). Worth it only
+// where gemm would pack B at all: gemm_prepack_pays(M).
+
+inline bool gemm_prepack_pays(std::int64_t M) {
+#ifdef DLGRAPH_USE_CBLAS
+    (void)M;
+    return false;
+#else
+    return M >= gemm_detail::small_m;
+#endif
+}
+// Elements of packed B (the buffer must be 64-byte aligned).
+template <class T> std::int64_t gemm_packed_b_size(std::int64_t K, std::int64_t N) {
+    return gemm_detail::packed_b_size<T>(K, N);
+}
+template <class T> void gemm_pack_b(bool trans_b, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb, T* out) {
+    using gemm_detail::view;
+    gemm_detail::pack_b_whole(trans_b ? view<T>{B, 1, ldb} : view<T>{B, ldb, 1}, K, N, out);
+}
+// gemm with op(B) given as gemm_pack_b wrote it for these K and N. Threads
+// take strips of rows, each reading all of packed B.
+template <class T>
+void gemm_prepacked(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+                    const T* packed_b, bool accumulate, T* C, std::int64_t ldc) {
+    using namespace gemm_detail;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (!accumulate)
+            for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
+        return;
+    }
+    const view<T> a = trans_a ? view<T>{A, 1, lda} : view<T>{A, lda, 1};
+    const view<T> no_b{nullptr, 0, 0};
+    const std::int64_t units = (M + mr<T> - 1) / mr<T>;
+    const int strips = static_cast<int>(
+        std::min({std::int64_t(parallelism()), M * N * K / (std::int64_t(1) << 21), units}));
+    if (strips <= 1) return packed_gemm(M, N, K, alpha, a, no_b, accumulate, C, ldc, packed_b);
+    parallel_for(strips, [&](int s) {
+        const std::int64_t r0 = units * s / strips * mr<T>, r1 = std::min(M, units * (s + 1) / strips * mr<T>);
+        packed_gemm(r1 - r0, N, K, alpha, view<T>{&a(r0, 0), a.rs, a.cs}, no_b, accumulate, C + r0 * ldc, ldc,
+                    packed_b);
+    });
 }
 
 }  // namespace dlgraph

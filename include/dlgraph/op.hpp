@@ -100,6 +100,9 @@ struct KernelContext {
     slot_view<Variable*> out_vars_;
     // Private data of a step the session made itself (a fused chain).
     const void* fused = nullptr;
+    // The op's `prepack_input` packed by its `prepack` hook, when the session
+    // keeps it packed (a weight the plan does not write); else null.
+    const void* packed = nullptr;
 
     const Tensor& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     int in_count(int slot) const { return in_.count(slot); }
@@ -176,6 +179,13 @@ struct OpDef {
     std::vector<std::string_view> no_grad_inputs{};
     // Set for element-wise ops the session may fuse into one pass.
     Fusible fusible{};
+    // An input the kernel can take pre-packed (mul and matmul: Y for the
+    // GEMM), and how: prepack(ctx, nullptr) gives the bytes the packing
+    // needs for ctx's shapes (0: not worth it), prepack(ctx, out) writes it.
+    // The session packs an input that is a persistable its plan does not
+    // write once per change of its value, and passes it as ctx.packed.
+    int prepack_input = -1;
+    std::size_t (*prepack)(const KernelContext&, void* out) = nullptr;
 
     bool differentiable() const { return grad_maker != nullptr || !grad_spec.type.empty(); }
 

@@ -47,13 +47,25 @@ public:
                          "variable '" + name_ + "' holds " + kind() + ", not " + kind_name<T>());
     }
     // The value as T, creating an empty T first if the variable is empty.
+    // Counts as a change of the value (see generation).
     template <class T> T& get_mutable() {
+        ++generation_;
         if (std::holds_alternative<std::monostate>(v_)) v_ = T{};
         if (auto* p = std::get_if<T>(&v_)) return *p;
         throw type_error("dlgraph.type.variable",
                          "variable '" + name_ + "' holds " + kind() + ", not " + kind_name<T>());
     }
-    void clear() { v_ = std::monostate{}; }
+    void clear() {
+        ++generation_;
+        v_ = std::monostate{};
+    }
+    // Changes with every get_mutable, clear, touch and every session run
+    // that writes the variable: a session keeps what it derives from a
+    // persistable (a weight packed for the matrix product) while this stays
+    // the same. A value changed through a reference kept from an earlier
+    // get_mutable needs a touch().
+    std::uint64_t generation() const { return generation_; }
+    void touch() { ++generation_; }
     const std::string& name() const { return name_; }
     std::string kind() const {
         switch (v_.index()) {
@@ -75,6 +87,7 @@ private:
     }
     std::string name_;
     value_type v_;
+    std::uint64_t generation_ = 0;
 };
 
 // Lets the variable map be searched by string_view without a std::string.

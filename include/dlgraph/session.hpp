@@ -81,6 +81,11 @@ struct SessionOptions {
     // Run chains of element-wise ops as one pass over memory (fusion.hpp).
     // Results are the same bits either way.
     bool fuse = true;
+    // Keep the weights of matrix products (a Y that is a persistable the
+    // plan only reads) packed for the GEMM, repacked when their value changes
+    // (Variable::generation), instead of packing them on every call.
+    // Results are the same bits either way.
+    bool prepack = true;
 };
 
 template <device_policy Device = cpu>
@@ -159,6 +164,10 @@ public:
     // fused into one pass each (empty before the first run, or with fuse off).
     std::vector<std::pair<int, int>> fused_steps(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
+    // The steps of `plan(targets, fed)` whose weight the last run kept
+    // packed (SessionOptions::prepack; empty before the first run).
+    std::vector<int> packed_steps(std::span<const TargetRef> targets, std::span<const std::string> fed);
+
     // The cached plan for these targets and fed names (planned if needed).
     const ExecutionPlan& plan(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
@@ -200,6 +209,14 @@ private:
         std::vector<std::shared_ptr<Buffer>> arena;  // per slot of the last shape pass's memory plan
         std::vector<int> value_slot;                 // per value: its arena slot, or -1
         std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
+        std::vector<Variable*> written_persistables;              // touched after each run
+        struct packed_input {
+            std::size_t step;
+            const Variable* var;      // the persistable packed (OpDef::prepack_input)
+            std::uint64_t generation;  // var's generation when packed
+            std::unique_ptr<Buffer> buf;
+        };
+        std::vector<packed_input> packed;  // set as the steps' ctx.packed
         bool shaped = false;
     };
 
@@ -245,6 +262,11 @@ private:
     // (only when all of that succeeded) sizes the arena and binds tensors.
     void shape_pass(bound_plan& bp);
 
+    // Finds the steps whose prepack input is a weight (a persistable the
+    // plan does not write) and gives each a buffer for it as ctx.packed;
+    // run() fills it whenever the weight's generation changed.
+    void prepare_packing(bound_plan& bp);
+
     bool signature_matches(const bound_plan& bp) const;
 
     // With `step_time` (one entry per step), each kernel call's time is added
@@ -287,6 +309,16 @@ auto Session<Device>::fused_steps(std::span<const TargetRef> targets,
     check_open();
     std::vector<std::pair<int, int>> r;
     for (auto& c : find_or_make(targets, fed).fused) r.emplace_back(c->first, c->last);
+    return r;
+}
+
+template <device_policy Device>
+auto Session<Device>::packed_steps(std::span<const TargetRef> targets, std::span<const std::string> fed)
+        -> std::vector<int> {
+    std::lock_guard lock(mu_);
+    check_open();
+    std::vector<int> r;
+    for (auto& pk : find_or_make(targets, fed).packed) r.push_back(static_cast<int>(pk.step));
     return r;
 }
 
@@ -386,6 +418,9 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
             bp->reshape_every_run = true;
         }
     }
+    for (std::size_t v = 0; v < p.values.size(); ++v)
+        if (p.values[v].kind == ValueKind::persistable && p.values[v].written)
+            bp->written_persistables.push_back(bp->vars[v]);
     bp->metas.resize(p.values.size());
     for (int v : p.feed_values)
         if (v >= 0) bp->inputs.push_back(v);
@@ -531,11 +566,32 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     for (std::size_t s = 0; s < p.steps.size(); ++s)
         bp.steps[s].first = p.steps[s].def->kernel(Device::kind, kernel_dtypes[s]);
     bp.metas = std::move(metas);
+    prepare_packing(bp);
     bp.fused.clear();
     if (opts_.fuse) bp.fused = detail::fuse_chains(p, bp.steps, bp.metas);
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
         bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
     bp.shaped = true;
+}
+
+template <device_policy Device>
+auto Session<Device>::prepare_packing(bound_plan& bp) -> void {
+    const ExecutionPlan& p = bp.plan;
+    bp.packed.clear();
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        KernelContext& ctx = bp.steps[s].second;
+        ctx.packed = nullptr;
+        const PlannedStep& st = p.steps[s];
+        const int slot = st.def->prepack_input;
+        if (!opts_.prepack || !st.def->prepack || st.in_off[slot + 1] == st.in_off[slot]) continue;
+        const std::size_t v = static_cast<std::size_t>(st.ins[st.in_off[slot]]);
+        if (p.values[v].kind != ValueKind::persistable || p.values[v].written) continue;
+        const std::size_t bytes = st.def->prepack(ctx, nullptr);
+        if (!bytes) continue;
+        bp.packed.push_back({s, bp.vars[v], 0, std::make_unique<Buffer>(bytes)});
+        bp.packed.back().generation = bp.vars[v]->generation() - 1;  // not packed yet
+        ctx.packed = bp.packed.back().buf->data();
+    }
 }
 
 template <device_policy Device>
@@ -555,6 +611,11 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
     const parallelism_scope threads(opts_.threads);
     initialize(bp);
     if (!signature_matches(bp)) shape_pass(bp);
+    for (auto& pk : bp.packed)
+        if (pk.var->generation() != pk.generation) {
+            bp.plan.steps[pk.step].def->prepack(bp.steps[pk.step].second, pk.buf->data());
+            pk.generation = pk.var->generation();
+        }
     if (!step_time) {
         for (auto& [fn, ctx] : bp.steps) fn(ctx);
     } else {
@@ -565,6 +626,7 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
             step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
         }
     }
+    for (Variable* v : bp.written_persistables) v->touch();
     const ExecutionPlan& p = bp.plan;
     for (std::size_t i = 0; i < out.size(); ++i) {
         int v = p.target_values[i];

@@ -46,6 +46,20 @@ inline void xy_grad_infer(const InferContext& c, int x, int y, int dout, const S
     if (c.out_count(1)) c.set(1, c.dtype(y), c.shape(y));
 }
 
+// Packs op(Y) (K x N, row stride ldb) for gemm_prepacked into `out` (when
+// set); returns its bytes, or 0 when `pays` is false or Y is not FP32/FP64.
+inline std::size_t prepack_y(const Tensor& y, bool trans, std::int64_t K, std::int64_t N, std::int64_t ldb, bool pays,
+                             void* out) {
+    if (!pays) return 0;
+    auto pack = [&]<class T>(type_tag<T>) -> std::size_t {
+        if (out) gemm_pack_b<T>(trans, K, N, y.data<T>(), ldb, static_cast<T*>(out));
+        return static_cast<std::size_t>(gemm_packed_b_size<T>(K, N)) * sizeof(T);
+    };
+    if (y.dtype() == DataType::FP32) return pack(type_tag<float>{});
+    if (y.dtype() == DataType::FP64) return pack(type_tag<double>{});
+    return 0;
+}
+
 // ---- mul ----------------------------------------------------------------------------
 
 struct mul_op {
@@ -86,7 +100,20 @@ struct mul_op {
         const int xi = static_cast<int>(c.attr(x_num_col_dims).i), yi = static_cast<int>(c.attr(y_num_col_dims).i);
         const std::int64_t M = dim_product(x.shape(), 0, xi), K = dim_product(x.shape(), xi, x.rank());
         const std::int64_t N = dim_product(y.shape(), yi, y.rank());
-        gemm<T>(false, false, M, N, K, T(1), x.data<T>(), K, y.data<T>(), N, false, c.out(0).data<T>(), N);
+        if (c.packed)
+            gemm_prepacked<T>(false, M, N, K, T(1), x.data<T>(), K, static_cast<const T*>(c.packed), false,
+                              c.out(0).data<T>(), N);
+        else gemm<T>(false, false, M, N, K, T(1), x.data<T>(), K, y.data<T>(), N, false, c.out(0).data<T>(), N);
+    }
+
+    // Y packed for gemm_prepacked (OpDef::prepack).
+    static std::size_t prepack(const KernelContext& c, void* out) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        const int xi = static_cast<int>(c.attr(x_num_col_dims).i), yi = static_cast<int>(c.attr(y_num_col_dims).i);
+        const std::int64_t M = dim_product(x.shape(), 0, xi), K = dim_product(x.shape(), xi, x.rank());
+        const std::int64_t N = dim_product(y.shape(), yi, y.rank());
+        return prepack_y(y, false, K, N, N, gemm_prepack_pays(M), out);
     }
 };
 
@@ -97,6 +124,8 @@ inline OpDef mul_def() {
             &mul_op::infer};
     d.kernels[0] = cpu_kernels<mul_op, float, double>();
     d.doc = "Out = X * Y, each flattened to a matrix at its num_col_dims";
+    d.prepack_input = mul_op::Y;
+    d.prepack = &mul_op::prepack;
     d.grad_maker = [](const GradRequest& r) { return xy_grad_ops(r, "mul_grad"); };
     return d;
 }
@@ -285,7 +314,10 @@ struct matmul_op {
             x_full = x_full && (xst[i] != 0 || dims[i] == 1);
         }
         if (!v.ta && y_shared && x_full) {
-            gemm<T>(false, v.tb, nb * v.m, v.n, v.k, al, xp, lda, yp, ldb, false, op, v.n);
+            if (c.packed)
+                gemm_prepacked<T>(false, nb * v.m, v.n, v.k, al, xp, lda, static_cast<const T*>(c.packed), false, op,
+                                  v.n);
+            else gemm<T>(false, v.tb, nb * v.m, v.n, v.k, al, xp, lda, yp, ldb, false, op, v.n);
             return;
         }
         std::int64_t idx[max_rank] = {};
@@ -301,6 +333,20 @@ struct matmul_op {
     }
 };
 
+// Y packed for gemm_prepacked (OpDef::prepack) when the product is one tall
+// GEMM over a 2-D Y (compute's first case).
+inline std::size_t matmul_prepack(const KernelContext& c, void* out) {
+    const Tensor& x = c.in(matmul_op::X);
+    const Tensor& y = c.in(matmul_op::Y);
+    const Shape& xs = x.shape();
+    const Shape& ys = y.shape();
+    const bool ta = c.attr(matmul_op::transpose_X).b, tb = c.attr(matmul_op::transpose_Y).b;
+    if (ys.rank() != 2 || ta || xs.rank() < 2) return 0;
+    const std::int64_t M = xs.numel() / xs[xs.rank() - 1];  // every batch's rows: X is contiguous
+    const std::int64_t K = tb ? ys[1] : ys[0], N = tb ? ys[0] : ys[1];
+    return prepack_y(y, tb, K, N, ys[1], gemm_prepack_pays(M), out);
+}
+
 inline OpDef matmul_def() {
     OpDef d{"matmul", {{"X"}, {"Y"}}, {{"Out"}},
             {{"transpose_X", Attribute::make_bool("transpose_X", false)},
@@ -309,6 +355,8 @@ inline OpDef matmul_def() {
             &matmul_op::infer};
     d.kernels[0] = cpu_kernels<matmul_op, float, double>();
     d.doc = "Out = alpha * op(X) * op(Y), batched with broadcasting";
+    d.prepack_input = matmul_op::Y;
+    d.prepack = &matmul_prepack;
     d.grad_maker = [](const GradRequest& r) { return xy_grad_ops(r, "matmul_grad"); };
     return d;
 }
