@@ -44,7 +44,7 @@ std::pair<xt::xarray<T>, std::vector<std::pair<int, int>>> eval_all_ways(const P
 }  // namespace
 
 TEST_CASE_TEMPLATE("fusion: a*b + c is one step and matches a double reference", T, float, double) {
-    for (std::size_t n : {1u, 7u, 2048u, 5001u, 300000u}) {
+    for (std::size_t n : {1u, 7u, 896u, 2048u, 5001u, 300000u}) {
         Program p;
         auto a = p.input<T>("a", {-1});
         auto b = p.input<T>("b", {-1});
@@ -81,6 +81,33 @@ TEST_CASE_TEMPLATE("fusion: a five-op chain with scalar and row operands", T, fl
                 const double r = std::tanh(std::max(xd * 0.75 + bd, 0.0) - xd) * bd;
                 CHECK(std::abs(double(got(i, j)) - r) <= 1e-5 * (1 + std::abs(r)));
             }
+    }
+}
+
+TEST_CASE_TEMPLATE("fusion: inputs at any offset from a cache line give the unfused bits", T, float, double) {
+    // The block grid follows the line offset most inputs share (block_shift):
+    // views k elements into a buffer move it; c sits at another offset, and
+    // the output (the session's) at none. Long enough for two threads.
+    const std::size_t n = 300001;
+    Program p;
+    auto a = p.input<T>("a", {-1});
+    auto b = p.input<T>("b", {-1});
+    auto c = p.input<T>("c", {-1});
+    auto z = relu(a * b + c) * a - b;
+    const auto av = randn<T>({n + 16}, 17), bv = randn<T>({n + 16}, 18), cv = randn<T>({n + 16}, 19);
+    const Shape shape{static_cast<std::int64_t>(n)};
+    for (std::size_t k : {0u, 1u, 3u, 4u, 7u, 15u}) {
+        const Tensor at = Tensor::borrow(dtype_of<T>, shape, av.data() + k);
+        const Tensor bt = Tensor::borrow(dtype_of<T>, shape, bv.data() + k);
+        const Tensor ct = Tensor::borrow(dtype_of<T>, shape, cv.data() + (k + 5) % 16);
+        auto [got, ranges] = eval_all_ways<T>(p, z, {{"a", at}, {"b", bt}, {"c", ct}});
+        INFO("k " << k);
+        CHECK(ranges == std::vector<std::pair<int, int>>{{0, 4}});
+        for (std::size_t i = 0; i < n; i += 997) {
+            const double ad = av(i + k), bd = bv(i + k), cd = cv(i + (k + 5) % 16);
+            const double r = std::max(ad * bd + cd, 0.0) * ad - bd;
+            CHECK(std::abs(double(got(i)) - r) <= 1e-5 * (1 + std::abs(r)));
+        }
     }
 }
 
