@@ -217,12 +217,16 @@ TEST_CASE("describe: steps, values, and memory for concrete shapes") {
     CHECK(line_of(text, "  w ").find("12 bytes") != std::string::npos);
     CHECK(line_of(text, "  relu_0 ").find("48 bytes") != std::string::npos);
     CHECK(text.find("memory:\n") != std::string::npos);
-    // Slot 0 is shared: elementwise_mul_0 and elementwise_add_0 are both live
-    // at #3, so the second sits after the first; the target has slot 1.
+    // Slot 0 is shared: elementwise_add_0 writes over elementwise_mul_0, its X,
+    // which dies at #3 (in place), so both sit at offset 0; the target has
+    // slot 1. Without in-place execution the second would sit after the first.
     INFO(text);
-    CHECK(text.find("slot 0: 96 bytes (elementwise_mul_0, elementwise_add_0)\n") != std::string::npos);
+    CHECK(text.find("slot 0: 48 bytes (elementwise_mul_0, elementwise_add_0)\n") != std::string::npos);
     CHECK(text.find("slot 1: 48 bytes (relu_0)\n") != std::string::npos);
-    CHECK(line_of(text, "  elementwise_add_0 ").find("slot 0 @48") != std::string::npos);
+    CHECK(line_of(text, "  elementwise_add_0 ").find("slot 0 @0") != std::string::npos);
+    CHECK(plan_memory(plan, metas, false).slot_bytes[0] == 96);
+    CHECK(plan_memory(plan, metas, false).value_offset[static_cast<std::size_t>(plan.value_index("elementwise_add_0"))] ==
+          48);
     CHECK(text.find("arena: " + std::to_string(m.arena_bytes) + " bytes in " + std::to_string(m.slot_bytes.size()) +
                     " slots\n") != std::string::npos);
     CHECK(text.find("one buffer per value: 144 bytes\n") != std::string::npos);

@@ -111,7 +111,11 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
 // same time covers (sizes rounded up to 64 bytes from 1 KiB on, else to 16,
 // so large values sit on cache lines). A value is live from the step that
 // writes it to the last step that reads it, both included, so an op's output
-// never shares memory with its inputs.
+// shares memory with none of its inputs, with one exception (`in_place`): an
+// element-wise op (OpDef::fusible, z[i] from x[i] and y[i] or y[0]) writes
+// over its X when X is an intermediate of the output's dtype and size that
+// nothing reads after it; the two then hold one place in the arena (and
+// count once in lower_bound).
 struct MemoryPlan {
     std::vector<std::size_t> slot_bytes;
     std::vector<int> value_slot;          // per value: its buffer, -1 outside the arena
@@ -123,7 +127,8 @@ struct MemoryPlan {
 
 DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m);
 
-DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas);
+DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas,
+                                      bool in_place = true);
 
 }  // namespace dlgraph
 
@@ -390,18 +395,41 @@ DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m) {
     return m.shape.known() ? static_cast<std::size_t>(m.shape.numel()) * dtype_size(m.dtype) : 0;
 }
 
-DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas, bool in_place) {
     MemoryPlan m;
-    m.value_slot.assign(p.values.size(), -1);
-    m.value_offset.assign(p.values.size(), 0);
+    const std::size_t nv = p.values.size();
+    m.value_slot.assign(nv, -1);
+    m.value_offset.assign(nv, 0);
     m.slot_bytes.push_back(0);
+    auto shared_value = [&](std::size_t v) {
+        const PlannedValue& pv = p.values[v];
+        return pv.kind == ValueKind::intermediate && pv.slot >= 0 && !pv.target;
+    };
+    // host[v]: the value whose memory v takes over (in place), or -1.
+    std::vector<int> host(nv, -1);
+    for (int s = 0; in_place && s < static_cast<int>(p.steps.size()); ++s) {
+        const PlannedStep& st = p.steps[static_cast<std::size_t>(s)];
+        if (!st.def->fusible.arity || st.outs.empty() || st.ins.empty() || st.in_off[1] == st.in_off[0]) continue;
+        const auto o = static_cast<std::size_t>(st.outs[0]), x = static_cast<std::size_t>(st.ins[st.in_off[0]]);
+        if (!shared_value(o) || !shared_value(x) || p.values[x].last_step != s || p.values[x].first_step >= s) continue;
+        if (metas[x].dtype != metas[o].dtype || meta_bytes(metas[x]) != meta_bytes(metas[o]) || !meta_bytes(metas[o]))
+            continue;
+        host[o] = static_cast<int>(x);
+    }
+    // Values that share memory form chains x -> o -> ...; each chain is
+    // placed once, by its first value, live over the union of its members.
     struct item {
         int v;
         std::size_t bytes, offset;
         int first, last;
     };
     std::vector<item> shared;
-    for (std::size_t v = 0; v < p.values.size(); ++v) {
+    std::vector<int> root(nv, -1);
+    auto root_of = [&](std::size_t v) {
+        while (host[v] >= 0) v = static_cast<std::size_t>(host[v]);
+        return v;
+    };
+    for (std::size_t v = 0; v < nv; ++v) {
         const PlannedValue& pv = p.values[v];
         if (pv.kind != ValueKind::intermediate || pv.slot < 0) continue;
         const std::size_t bytes = meta_bytes(metas[v]);
@@ -409,14 +437,23 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         if (pv.target) {
             m.value_slot[v] = static_cast<int>(m.slot_bytes.size());
             m.slot_bytes.push_back(bytes);
-        } else {
-            // Cache-line aligned from 1 KiB on (a vector load across two lines
-            // costs streaming kernels); small values pack at 16 bytes.
-            const std::size_t align = bytes >= 1024 ? buffer_alignment : 16;
-            const std::size_t rounded = (bytes + align - 1) / align * align;
-            shared.push_back({static_cast<int>(v), rounded, 0, pv.first_step, std::max(pv.last_step, pv.first_step)});
+            continue;
         }
+        root[v] = static_cast<int>(root_of(v));
+        if (host[v] >= 0) continue;
+        // Cache-line aligned from 1 KiB on (a vector load across two lines
+        // costs streaming kernels); small values pack at 16 bytes.
+        const std::size_t align = bytes >= 1024 ? buffer_alignment : 16;
+        const std::size_t rounded = (bytes + align - 1) / align * align;
+        shared.push_back({static_cast<int>(v), rounded, 0, pv.first_step, std::max(pv.last_step, pv.first_step)});
     }
+    std::vector<int> item_of(nv, -1);
+    for (std::size_t i = 0; i < shared.size(); ++i) item_of[static_cast<std::size_t>(shared[i].v)] = static_cast<int>(i);
+    for (std::size_t v = 0; v < nv; ++v)  // a chain is live until its last member dies
+        if (host[v] >= 0) {
+            item& it = shared[static_cast<std::size_t>(item_of[static_cast<std::size_t>(root[v])])];
+            it.last = std::max({it.last, p.values[v].last_step, p.values[v].first_step});
+        }
     std::stable_sort(shared.begin(), shared.end(), [](const item& a, const item& b) { return a.bytes > b.bytes; });
     std::vector<const item*> placed, overlapping;
     for (auto& it : shared) {
@@ -431,18 +468,27 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         }
         it.offset = at;
         placed.push_back(&it);
-        m.value_slot[static_cast<std::size_t>(it.v)] = 0;
         m.value_offset[static_cast<std::size_t>(it.v)] = at;
         m.slot_bytes[0] = std::max(m.slot_bytes[0], at + it.bytes);
     }
+    for (std::size_t v = 0; v < nv; ++v)
+        if (root[v] >= 0) {
+            m.value_slot[v] = 0;
+            m.value_offset[v] = m.value_offset[static_cast<std::size_t>(root[v])];
+        }
     for (auto b : m.slot_bytes) m.arena_bytes += b;
+    // The bound counts a chain of values that share memory once: while two
+    // of them are live (the step that writes one over the other), both are
+    // the same bytes.
     for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
         std::size_t live = 0;
-        for (std::size_t v = 0; v < p.values.size(); ++v) {
+        for (std::size_t v = 0; v < nv; ++v) {
             const PlannedValue& pv = p.values[v];
             if (pv.kind == ValueKind::intermediate && pv.first_step <= s &&
-                (std::max(pv.last_step, pv.first_step) >= s || pv.target))
-                live += meta_bytes(metas[v]);
+                (std::max(pv.last_step, pv.first_step) >= s || pv.target)) {
+                const bool hosted_here = host[v] >= 0 && pv.first_step == s;  // its host is live and counted
+                if (!hosted_here) live += meta_bytes(metas[v]);
+            }
         }
         m.lower_bound = std::max(m.lower_bound, live);
     }

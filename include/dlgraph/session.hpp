@@ -86,6 +86,9 @@ struct SessionOptions {
     // (Variable::generation), instead of packing them on every call.
     // Results are the same bits either way.
     bool prepack = true;
+    // Let element-wise ops write over an input that dies with them
+    // (plan_memory), which shrinks the arena. Same bits either way.
+    bool in_place = true;
 };
 
 template <device_policy Device = cpu>
@@ -299,7 +302,7 @@ auto Session<Device>::memory_plan(std::span<const TargetRef> targets, std::span<
     bound_plan& bp = find_or_make(targets, fed);
     if (!bp.shaped)
         throw session_error("dlgraph.session.unshaped", "memory_plan: the plan has not run yet, so its shapes are unknown");
-    return plan_memory(bp.plan, bp.metas);
+    return plan_memory(bp.plan, bp.metas, opts_.in_place);
 }
 
 template <device_policy Device>
@@ -547,7 +550,7 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     std::vector<DataType> kernel_dtypes;
     infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name, &bp.vars);
     // Commit: arena sizes, bindings, kernels.
-    MemoryPlan mem = plan_memory(p, metas);
+    MemoryPlan mem = plan_memory(p, metas, opts_.in_place);
     const std::vector<std::size_t>& need = mem.slot_bytes;
     if (bp.arena.size() < need.size()) bp.arena.resize(need.size());
     for (std::size_t s = 0; s < need.size(); ++s)
