@@ -12,8 +12,9 @@ gen=()
 quiet() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log"; exit 1; }; }
 
 echo "== install"
-quiet cmake -S "$src" -B "$work/lib" -DCMAKE_BUILD_TYPE=Release -DDLGRAPH_BUILD_TESTS=OFF -DDLGRAPH_BUILD_EXAMPLES=OFF -DDLGRAPH_BUILD_TOOLS=OFF
-quiet cmake --build "$work/lib" -j2  # dlgraph::prebuilt
+quiet cmake -S "$src" -B "$work/lib" -DDLGRAPH_BUILD_TESTS=OFF -DDLGRAPH_BUILD_EXAMPLES=OFF -DDLGRAPH_BUILD_TOOLS=OFF
+# dlgraph::prebuilt, unoptimized (no build type): the -O0 path of simd.hpp
+quiet cmake --build "$work/lib" -j2
 quiet cmake --install "$work/lib" --prefix "$work/prefix"
 
 echo "== find_package(dlgraph CONFIG)"
