@@ -316,6 +316,17 @@ void small_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T>
     for (; i < M; ++i) small_rows<T, 1, 16>(N, K, view<T>{&A(i, 0), A.rs, A.cs}, B, C + i * ldc, ldc, alpha, acc);
 }
 
+// Handles a product with no rows, columns or depth (C = 0 unless
+// accumulating); true when there is nothing more to do.
+template <class T>
+bool empty_product(std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate, T* C, std::int64_t ldc) {
+    if (M <= 0 || N <= 0) return true;
+    if (K > 0) return false;
+    if (!accumulate)
+        for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
+    return true;
+}
+
 // One thread's share of the product: the small path where it pays, else packed.
 template <class T>
 void serial_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T> A, view<T> B, bool acc, T* C,
@@ -333,12 +344,7 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
           std::int64_t lda, const T* B, std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "gemm is for FP32 and FP64");
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
-        return;
-    }
+    if (gemm_detail::empty_product(M, N, K, accumulate, C, ldc)) return;
 #ifdef DLGRAPH_USE_CBLAS
     const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
     const T beta = accumulate ? T(1) : T(0);
@@ -404,12 +410,7 @@ template <class T>
 void gemm_prepacked(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
                     const T* packed_b, bool accumulate, T* C, std::int64_t ldc) {
     using namespace gemm_detail;
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
-        return;
-    }
+    if (gemm_detail::empty_product(M, N, K, accumulate, C, ldc)) return;
     const view<T> a = trans_a ? view<T>{A, 1, lda} : view<T>{A, lda, 1};
     const view<T> no_b{nullptr, 0, 0};
     const std::int64_t units = (M + mr<T> - 1) / mr<T>;
