@@ -290,9 +290,8 @@ TEST_CASE("cli: plan without and with concrete shapes, text and JSON" * doctest:
     r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file));
     REQUIRE(r.status == 0);
     CHECK(r.out.find("FP32 [2,3]  24 bytes") != std::string::npos);
-    CHECK(r.out.find("one buffer per value: 72 bytes\n") != std::string::npos);
-    CHECK(r.out.find("lower bound: 48 bytes\n") != std::string::npos);
-    CHECK(r.out.find("arena: ") != std::string::npos);
+    CHECK(r.out.find(", one buffer per value 72 bytes, lower bound 48 bytes\n") != std::string::npos);
+    CHECK(r.out.find("  cpu: arena ") != std::string::npos);
 
     r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file) + " --json");
     REQUIRE(r.status == 0);
@@ -300,11 +299,11 @@ TEST_CASE("cli: plan without and with concrete shapes, text and JSON" * doctest:
     CHECK(j["fed"] == json::array({"x"}));
     CHECK(j["steps"].size() == 3);
     CHECK(j["steps"][0]["inputs"]["Y"][0] == "fc.w@0");
-    CHECK(j["memory"]["unshared_bytes"] == 72);
-    CHECK(j["memory"]["lower_bound"] == 48);
+    CHECK(j["memory"]["places"]["cpu"]["unshared_bytes"] == 72);
+    CHECK(j["memory"]["places"]["cpu"]["lower_bound"] == 48);
     std::size_t slots = 0;
     for (auto& b : j["memory"]["slot_bytes"]) slots += b.get<std::size_t>();
-    CHECK(j["memory"]["arena_bytes"] == slots);
+    CHECK(j["memory"]["places"]["cpu"]["arena_bytes"] == slots);
 
     r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --json");
     REQUIRE(r.status == 0);
@@ -395,8 +394,8 @@ TEST_CASE("cli: bench prints latency, time per op type and memory" * doctest::sk
     CHECK(r.out.find("\nmemory: arena 104 bytes in 2 slots, lower bound 64 bytes, one buffer per value 128 bytes\n") !=
           std::string::npos);
     auto plan = run_cli(n.dir, "plan " + q(n.program) + " --fetch probs --feed x=" + q(n.x_file));
-    CHECK(plan.out.find("arena: 104 bytes in 2 slots\n") != std::string::npos);
-    CHECK(plan.out.find("lower bound: 64 bytes\n") != std::string::npos);
+    CHECK(plan.out.find("  cpu: arena 104 bytes in 2 slots, one buffer per value 128 bytes, lower bound 64 bytes\n") !=
+          std::string::npos);
 
     r = run_cli(n.dir, base + " --runs=7 --threads 2 --json");
     REQUIRE(r.status == 0);

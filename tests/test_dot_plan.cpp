@@ -131,7 +131,7 @@ TEST_CASE("dot: a plan shows only planned steps and values, with feeds, persista
     CHECK(count(dot, "shape=ellipse") == 6);
     CHECK(dot.find("x\\nFP32 [-1,3]\\nfeed") != std::string::npos);
     CHECK(dot.find("w\\nFP32 [3]\\npersistable") != std::string::npos);
-    CHECK(dot.find("\\nslot 0") != std::string::npos);
+    CHECK(dot.find("\\nintermediate") != std::string::npos);  // arena slots come with shapes
     CHECK(dot.find("\\ntarget") != std::string::npos);
     CHECK(count(dot, "fillcolor=\"#cfe2f3\"") == 1);  // the one feed
     CHECK(dot.find("label=\"elementwise_add\\n#3\"") != std::string::npos);
@@ -152,10 +152,10 @@ TEST_CASE("plan JSON: targets, fed, steps by value name, values with lifetimes a
     CHECK(mul["op_index"] == 2);
     CHECK(mul["type"] == "elementwise_mul");
     CHECK(mul["label"] == "elementwise_mul (op #2)");
-    CHECK(mul["device"] == "cpu");
+    CHECK(mul["place"] == "cpu");
+    CHECK(j["device"] == "cpu");
     CHECK(mul["inputs"] == json{{"X", {"x"}}, {"Y", {"w"}}});
     CHECK(mul["outputs"] == json{{"Out", {"elementwise_mul_0"}}});
-    CHECK(j["num_slots"] == plan.num_slots);
     REQUIRE(j["values"].size() == plan.values.size());
     for (auto& v : j["values"]) {
         int k = plan.value_index(v["name"].get<std::string>());
@@ -165,13 +165,10 @@ TEST_CASE("plan JSON: targets, fed, steps by value name, values with lifetimes a
         CHECK(v["dtype"] == "FP32");
         CHECK(v["dims"] == json(pv.declared.shape.vec()));
         CHECK(v["target"] == pv.target);
-        if (pv.kind == ValueKind::intermediate) {
-            CHECK(v["slot"] == pv.slot);
-            CHECK(v["first_step"] == pv.first_step);
-        } else {
-            CHECK(v["slot"].is_null());
-            CHECK(v["first_step"].is_null());
-        }
+        CHECK(v["place"] == "cpu");
+        CHECK(v["copy_of"].is_null());
+        if (pv.kind == ValueKind::intermediate) CHECK(v["first_step"] == pv.first_step);
+        else CHECK(v["first_step"].is_null());
         if (pv.target) CHECK(v["last_step"].is_null());
         else CHECK(v["last_step"] == pv.last_step);
     }
@@ -193,7 +190,7 @@ TEST_CASE("describe: steps, values, and memory for concrete shapes") {
     CHECK(text.find("targets: relu_0 (op #4)\n") != std::string::npos);
     CHECK(text.find("feed") != std::string::npos);
     CHECK(text.find("persistable") != std::string::npos);
-    CHECK(text.find("slot 0") != std::string::npos);
+    CHECK(text.find("slot 0") == std::string::npos);  // no memory before shapes are known
     CHECK(text.find("live #2..#3") != std::string::npos);  // elementwise_mul_0: written by #2, read by #3
     CHECK(text.find("#4..end  target") != std::string::npos);
     CHECK(text.find("memory:") == std::string::npos);
@@ -207,12 +204,12 @@ TEST_CASE("describe: steps, values, and memory for concrete shapes") {
         metas[static_cast<std::size_t>(v)] = plan.values[static_cast<std::size_t>(v)].declared;
         known[static_cast<std::size_t>(v)] = true;
     }
-    std::vector<DataType> kernels;
-    infer_plan(plan, metas, known, kernels, DeviceKind::CPU, "cpu");
-    const MemoryPlan m = plan_memory(plan, metas);
-    CHECK(m.unshared_bytes == 3 * 48);
+    const ExecutionPlan unshaped = plan;
+    shape_plan(plan, metas, known, nullptr, PlanOptions{});
+    const MemoryPlan& m = plan.memory;
+    CHECK(m.host().unshared_bytes == 3 * 48);
 
-    text = describe(plan, &metas);
+    text = describe(plan);
     CHECK(line_of(text, "  x ").find("FP32 [4,3]  48 bytes") != std::string::npos);
     CHECK(line_of(text, "  w ").find("12 bytes") != std::string::npos);
     CHECK(line_of(text, "  relu_0 ").find("48 bytes") != std::string::npos);
@@ -221,25 +218,29 @@ TEST_CASE("describe: steps, values, and memory for concrete shapes") {
     // which dies at #3 (in place), so both sit at offset 0; the target has
     // slot 1. Without in-place execution the second would sit after the first.
     INFO(text);
-    CHECK(text.find("slot 0: 48 bytes (elementwise_mul_0, elementwise_add_0)\n") != std::string::npos);
-    CHECK(text.find("slot 1: 48 bytes (relu_0)\n") != std::string::npos);
+    CHECK(text.find("slot 0: 48 bytes on cpu (elementwise_mul_0, elementwise_add_0)\n") != std::string::npos);
+    CHECK(text.find("slot 1: 48 bytes on cpu (relu_0)\n") != std::string::npos);
     CHECK(line_of(text, "  elementwise_add_0 ").find("slot 0 @0") != std::string::npos);
-    CHECK(plan_memory(plan, metas, false).slot_bytes[0] == 96);
-    CHECK(plan_memory(plan, metas, false).value_offset[static_cast<std::size_t>(plan.value_index("elementwise_add_0"))] ==
+    CHECK(plan_memory(plan, plan.metas, false).slot_bytes[0] == 96);
+    CHECK(plan_memory(plan, plan.metas, false).value_offset[static_cast<std::size_t>(plan.value_index("elementwise_add_0"))] ==
           48);
-    CHECK(text.find("arena: " + std::to_string(m.arena_bytes) + " bytes in " + std::to_string(m.slot_bytes.size()) +
-                    " slots\n") != std::string::npos);
-    CHECK(text.find("one buffer per value: 144 bytes\n") != std::string::npos);
-    CHECK(text.find("lower bound: " + std::to_string(m.lower_bound) + " bytes\n") != std::string::npos);
+    CHECK(text.find("  cpu: arena " + std::to_string(m.host().arena_bytes) + " bytes in " +
+                    std::to_string(m.slot_bytes.size()) + " slots, one buffer per value 144 bytes, lower bound " +
+                    std::to_string(m.host().lower_bound) + " bytes\n") != std::string::npos);
 
-    json j = plan_json(plan, &metas);
-    CHECK(j["memory"]["arena_bytes"] == m.arena_bytes);
-    CHECK(j["memory"]["unshared_bytes"] == 144);
-    CHECK(j["memory"]["lower_bound"] == m.lower_bound);
+    json j = plan_json(plan);
+    CHECK(j["memory"]["places"]["cpu"]["arena_bytes"] == m.host().arena_bytes);
+    CHECK(j["memory"]["places"]["cpu"]["unshared_bytes"] == 144);
+    CHECK(j["memory"]["places"]["cpu"]["lower_bound"] == m.host().lower_bound);
     CHECK(j["memory"]["slot_bytes"] == json(m.slot_bytes));
-    CHECK(j["memory"]["values"][0] == json{{"name", "x"}, {"dtype", "FP32"}, {"shape", {4, 3}}, {"bytes", 48}});
-    CHECK_FALSE(plan_json(plan).contains("memory"));
+    CHECK(j["memory"]["slot_place"] == json::array({"cpu", "cpu"}));
+    CHECK(j["memory"]["values"][0] ==
+          json{{"name", "x"}, {"dtype", "FP32"}, {"shape", {4, 3}}, {"bytes", 48}, {"slot", nullptr}, {"offset", nullptr}});
+    CHECK_FALSE(plan_json(unshaped).contains("memory"));
 
-    std::vector<VarMeta> wrong(1);
-    CHECK_THROWS_AS(describe(plan, &wrong), graph_error);
+    // Shapes the ops reject leave the plan as it was.
+    metas[static_cast<std::size_t>(plan.value_index("x"))] = {DataType::FP32, Shape{4, 5}};
+    ExecutionPlan again = unshaped;
+    CHECK_THROWS_AS(shape_plan(again, metas, known, nullptr, PlanOptions{}), shape_error);
+    CHECK_FALSE(again.shaped);
 }

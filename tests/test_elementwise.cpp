@@ -7,6 +7,7 @@
 #include <cmath>
 #include <dlgraph/dlgraph.hpp>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "test_helpers.hpp"
@@ -225,6 +226,35 @@ TEST_CASE("binary ops: unknown dims, shape errors, integer division by zero") {
     xt::xarray<std::int32_t> iv = {7, -7, 1}, jv = {2, 2, 0};
     check_throws<dlgraph::value_error>([&] { (void)s.eval(k, {{i, iv}, {j, jv}}); },
                                        {"dlgraph.value.div0", "division by zero"});
+}
+
+TEST_CASE("integer division by zero is an error on any thread count, wherever the zero is; INT_MIN / -1 wraps") {
+    using dlgraph::Program;
+    // Long enough that two threads split the loop (over 65,536 elements each).
+    const std::size_t n = 1'000'000;
+    for (int threads : {1, 2}) {
+        for (std::size_t zero_at : {std::size_t(0), n / 2 + 1, n - 1}) {
+            INFO("threads " << threads << ", zero at " << zero_at);
+            Program p;
+            auto x = p.input<std::int32_t>("x", {-1});
+            auto y = p.input<std::int32_t>("y", {-1});
+            auto q = x / y;
+            dlgraph::Session<dlgraph::cpu> s(p, {.threads = threads});
+            xt::xarray<std::int32_t> xv = xt::ones<std::int32_t>({n}) * 9, yv = xt::ones<std::int32_t>({n}) * 3;
+            yv(zero_at) = 0;
+            check_throws<dlgraph::value_error>([&] { (void)s.eval(q, {{x, xv}, {y, yv}}); },
+                                               {"[dlgraph.value.div0]", "elementwise_div (op #0)", "division by zero"});
+            yv(zero_at) = 3;
+            auto got = s.eval(q, {{x, xv}, {y, yv}});  // the session still works
+            CHECK(xt::all(xt::equal(got, 3)));
+        }
+    }
+    Program p;
+    auto x = p.input<std::int32_t>("x", {2});
+    auto y = p.input<std::int32_t>("y", {2});
+    dlgraph::Session<dlgraph::cpu> s(p);
+    xt::xarray<std::int32_t> xv = {std::numeric_limits<std::int32_t>::min(), 7}, yv = {-1, -1};
+    CHECK(s.eval(x / y, {{x, xv}, {y, yv}}) == xt::xarray<std::int32_t>{std::numeric_limits<std::int32_t>::min(), -7});
 }
 
 namespace {

@@ -53,8 +53,8 @@ TEST_CASE("in place: a chain of element-wise ops shares one place in the arena")
             // Every intermediate of the chain at one offset: one value's bytes.
             CHECK(m.slot_bytes[0] == one);
             CHECK(without.slot_bytes[0] == 2 * one);
-            CHECK(m.lower_bound == 2 * one);  // one shared place + the target
-            CHECK(m.arena_bytes >= m.lower_bound);
+            CHECK(m.host().lower_bound == 2 * one);  // one shared place + the target
+            CHECK(m.host().arena_bytes >= m.host().lower_bound);
             const ExecutionPlan& plan = s.plan(targets, fed);
             for (std::size_t v = 0; v < plan.values.size(); ++v)
                 if (m.value_slot[v] == 0) CHECK(m.value_offset[v] == 0);
@@ -123,7 +123,7 @@ TEST_CASE("in place: training gives the same bits with and without it") {
         for (const char* w : {"w1", "b1", "w2"})
             CHECK(same_bits(with.scope().var(w).get<Tensor>(), without.scope().var(w).get<Tensor>()));
         const std::vector<std::string> fed{"x", "label"};
-        CHECK(with.memory_plan(step1.with({loss1}), fed).arena_bytes <=
-              without.memory_plan(step2.with({loss2}), fed).arena_bytes);
+        CHECK(with.memory_plan(step1.with({loss1}), fed).host().arena_bytes <=
+              without.memory_plan(step2.with({loss2}), fed).host().arena_bytes);
     }
 }

@@ -127,6 +127,19 @@ TEST_CASE("feeds: missing, unknown, wrong dtype, wrong shape") {
     CHECK(s.eval(y, {{x, ok}}) == xt::xarray<float>{{0, 0, 1}});  // still works
 }
 
+TEST_CASE("a variable fed twice is an error, also when a plan for as many feeds is cached") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto z = p.input<float>("z", {-1});
+    auto y = relu(x) + z;
+    Session<cpu> s(p);
+    xt::xarray<float> a = {-1, 2}, b = {10, 20};
+    CHECK(s.eval(y, {{x, a}, {z, b}}) == xt::xarray<float>{10, 22});  // caches the plan for {x, z}
+    CHECK_THROWS_CONTAINING(s.eval(y, {{x, a}, {x, a}}), feed_error, "[dlgraph.feed.twice]", "fed twice");
+    CHECK_THROWS_CONTAINING(s.eval(relu(x), {{x, a}, {x, a}}), feed_error, "[dlgraph.feed.twice]");
+    CHECK(s.eval(y, {{z, b}, {x, a}}) == xt::xarray<float>{10, 22});  // still works, in either order
+}
+
 TEST_CASE("shape mismatches at run time leave the session as it was") {
     Program p;
     auto x = p.input<float>("x", {-1});
@@ -337,14 +350,23 @@ TEST_CASE("ops without a kernel for a dtype are refused on the line that builds 
 }
 
 TEST_CASE("every op in the table has a valid way to choose its kernel and a kernel") {
-    CHECK(op_table().size() == static_cast<std::size_t>(op_count));
-    for (auto& d : op_table()) {
+    // Row k of DLGRAPH_OP_LIST names the op its definition makes (a def
+    // that returns another op's type, or rows out of order, fail here).
+    static constexpr std::string_view listed[] = {
+#define DLGRAPH_X(name) #name,
+        DLGRAPH_OP_LIST(DLGRAPH_X)
+#undef DLGRAPH_X
+    };
+    REQUIRE(op_table().size() == std::size(listed));
+    for (std::size_t k = 0; k < op_table().size(); ++k) {
+        const OpDef& d = op_table()[k];
         INFO(d.type);
+        CHECK(d.type == listed[k]);
         CHECK(kernel_choice_valid(d));
         CHECK(static_cast<bool>(d.infer));
         bool any = false;
-        for (int t = 0; t < num_dtypes; ++t) any = any || d.kernels[0][static_cast<std::size_t>(t)] != nullptr;
+        for (auto k2 : d.kernels) any = any || k2 != nullptr;
         CHECK(any);
-        CHECK(find_op(d.type) == &d);
+        CHECK(find_op(d.type) == &d);  // and no other op has its name
     }
 }

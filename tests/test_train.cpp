@@ -186,10 +186,10 @@ TEST_CASE("memory: an MLP's forward and training plans use at most 10% over the 
                 s.eval_into(*targets, feeds, out);
                 const MemoryPlan m = s.memory_plan(*targets, fed);
                 INFO((adam ? "Adam" : "SGD") << " batch " << batch << (targets == &train ? " train" : " forward")
-                                             << ": arena " << m.arena_bytes << ", lower bound " << m.lower_bound);
-                CHECK(m.arena_bytes >= m.lower_bound);
-                CHECK(double(m.arena_bytes) <= 1.10 * double(m.lower_bound));
-                CHECK(m.arena_bytes < m.unshared_bytes);
+                                             << ": arena " << m.host().arena_bytes << ", lower bound " << m.host().lower_bound);
+                CHECK(m.host().arena_bytes >= m.host().lower_bound);
+                CHECK(double(m.host().arena_bytes) <= 1.01 * double(m.host().lower_bound));  // as docs/design.md says
+                CHECK(m.host().arena_bytes < m.host().unshared_bytes);
             }
         }
 }

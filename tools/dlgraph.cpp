@@ -484,9 +484,9 @@ int cmd_bench(const Args& a) {
                   {"latency_us", {{"min", lmin}, {"median", lmed}, {"p90", lp90}, {"max", lmax}, {"mean", mean}}},
                   {"ops", std::move(jops)},
                   {"memory",
-                   {{"arena_bytes", mem.arena_bytes},
-                    {"lower_bound", mem.lower_bound},
-                    {"unshared_bytes", mem.unshared_bytes}}}};
+                   {{"arena_bytes", mem.host().arena_bytes},
+                    {"lower_bound", mem.host().lower_bound},
+                    {"unshared_bytes", mem.host().unshared_bytes}}}};
         std::cout << j.dump(2) << "\n";
         return 0;
     }
@@ -517,9 +517,9 @@ int cmd_bench(const Args& a) {
             for (std::size_t c = 1; c < r.size(); ++c) line += "  " + pad_left(r[c], w[c]);
             text += line + "\n";
         }
-    text += "memory: arena " + std::to_string(mem.arena_bytes) + " bytes in " + std::to_string(mem.slot_bytes.size()) +
-            " slots, lower bound " + std::to_string(mem.lower_bound) + " bytes, one buffer per value " +
-            std::to_string(mem.unshared_bytes) + " bytes\n";
+    text += "memory: arena " + std::to_string(mem.host().arena_bytes) + " bytes in " +
+            std::to_string(mem.slot_bytes.size()) + " slots, lower bound " + std::to_string(mem.host().lower_bound) +
+            " bytes, one buffer per value " + std::to_string(mem.host().unshared_bytes) + " bytes\n";
     std::cout << text;
     return 0;
 }
@@ -567,15 +567,15 @@ int cmd_plan(const Args& a) {
     const auto feeds_spec = parse_feeds(a.feed, false);
     std::vector<std::string> fed;
     for (auto& f : feeds_spec) fed.push_back(f.name);
-    const ExecutionPlan plan = plan_for(p, fetch_targets(a.fetch), fed, feeds_spec.empty());
+    ExecutionPlan plan = plan_for(p, fetch_targets(a.fetch), fed, feeds_spec.empty());
     const BlockDesc& blk = p.blocks[0];
 
     // Concrete metas need a file for every feed the plan uses.
     bool concrete = !feeds_spec.empty();
     for (std::size_t i = 0; i < feeds_spec.size(); ++i)
         if (feeds_spec[i].file.empty() && plan.feed_values[i] >= 0) concrete = false;
-    std::vector<VarMeta> metas(plan.values.size());
     if (concrete) {
+        std::vector<VarMeta> metas(plan.values.size());
         std::vector<bool> known(plan.values.size(), false);
         for (std::size_t i = 0; i < feeds_spec.size(); ++i) {
             if (feeds_spec[i].file.empty()) continue;
@@ -596,11 +596,10 @@ int cmd_plan(const Args& a) {
             metas[static_cast<std::size_t>(v)] = pv.declared;
             known[static_cast<std::size_t>(v)] = true;
         }
-        std::vector<DataType> kernel_dtypes;
-        infer_plan(plan, metas, known, kernel_dtypes, DeviceKind::CPU, cpu::name);
+        shape_plan(plan, std::move(metas), std::move(known), nullptr, PlanOptions{});
     }
-    if (a.json) std::cout << plan_json(plan, concrete ? &metas : nullptr).dump(2) << "\n";
-    else std::cout << describe(plan, concrete ? &metas : nullptr);
+    if (a.json) std::cout << plan_json(plan).dump(2) << "\n";
+    else std::cout << describe(plan);
     return 0;
 }
 

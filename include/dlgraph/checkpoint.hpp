@@ -21,6 +21,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,6 +124,7 @@ template <device_policy D> void save_checkpoint(Session<D>& session, const std::
     const ProgramDesc& program = session.program();
     std::vector<std::pair<const VarDesc*, const Tensor*>> values;
     std::vector<std::string> problems;
+    std::list<Tensor> on_host;  // host copies of values in device memory
     for (const VarDesc* vd : detail::checkpoint_vars(program)) {
         const Variable* v = session.scope().find_local(vd->name);
         if (!v || !v->initialized()) {
@@ -130,9 +132,10 @@ template <device_policy D> void save_checkpoint(Session<D>& session, const std::
         } else if (!v->is<Tensor>()) {
             problems.push_back("variable '" + vd->name + "' holds " + v->kind() + ", not a tensor");
         } else {
-            const Tensor& t = v->get<Tensor>();
-            std::string m = detail::checkpoint_mismatch(*vd, t, "the session's value is");
-            if (m.empty()) values.emplace_back(vd, &t);
+            const Tensor* t = &v->get<Tensor>();
+            if (t->place() != Place::host) t = &on_host.emplace_back(*t);
+            std::string m = detail::checkpoint_mismatch(*vd, *t, "the session's value is");
+            if (m.empty()) values.emplace_back(vd, t);
             else problems.push_back(std::move(m));
         }
     }

@@ -1,25 +1,74 @@
-// Device policies are empty tag types chosen as a template argument
-// (Session<cpu>, later Session<cuda>). A policy names where memory lives and
-// which kernels run; the planner asks a policy whether it supports an op and
-// dtype before placing the op there.
+// Devices. A session runs each step of a plan in one of two places: on the
+// host (the CPU, where dlgraph's own kernels run) or on the session's device
+// (a GPU, or the tests' counting device), and each value lives in one of the
+// two. The planner asks the device for a kernel per (op, dtype); an op the
+// device has no kernel for runs on the host, with copies around it.
+//
+// A device policy is a type chosen as Session's template argument
+// (Session<cpu>, Session<cuda>). It names the device and makes the
+// DeviceContext a session works through: its memory, its queue of work
+// (stream, BLAS handle) and its kernels. `cpu` makes none: a CPU session runs
+// everything on the host, as one place.
 #pragma once
 
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string_view>
+
+#include "dlgraph/dtype.hpp"
 
 namespace dlgraph {
 
-enum class DeviceKind : int { CPU = 0, CUDA = 1 };
-inline constexpr int num_device_kinds = 2;
-inline constexpr std::string_view device_names[num_device_kinds] = {"cpu", "cuda"};
+enum class Place : std::uint8_t { host = 0, device = 1 };
+inline constexpr int num_places = 2;
 
+struct KernelContext;
+struct OpDef;
+class Buffer;
+using KernelFn = void (*)(const KernelContext&);
+
+// The owner of device memory. A Buffer of device memory keeps its owner
+// alive and gives the memory back through it, so a buffer may outlive the
+// session that made it.
+class DeviceMemory {
+public:
+    virtual ~DeviceMemory() = default;
+    virtual void release(void* data, std::size_t bytes) noexcept = 0;
+    // Copies device bytes to host memory and waits for them (reading a
+    // device tensor outside a run: Tensor::copy_from, to_xarray).
+    virtual void read(void* host_dst, const void* src, std::size_t bytes) const = 0;
+};
+
+// One device as one session sees it. The planner asks `kernel`; the session
+// allocates the plan's device memory, queues copies and waits through it.
+// Copies and kernels run in the order they were queued; `synchronize`
+// returns when all of it is done and throws the first error the device
+// reported.
+class DeviceContext {
+public:
+    virtual ~DeviceContext() = default;
+    virtual std::string_view name() const noexcept = 0;
+    // The device's kernel for `def` at dtype `t`, or nullptr: the op then
+    // runs on the host.
+    virtual KernelFn kernel(const OpDef& def, DataType t) const noexcept = 0;
+    virtual std::shared_ptr<Buffer> allocate(std::size_t bytes) = 0;
+    virtual void to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
+    virtual void to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+    virtual void synchronize() = 0;
+};
+
+// The CPU: no device, every step on the host.
 struct cpu {
-    static constexpr DeviceKind kind = DeviceKind::CPU;
     static constexpr std::string_view name = "cpu";
+    static std::unique_ptr<DeviceContext> make_context() { return nullptr; }
 };
 
 template <class D>
 concept device_policy = requires {
-    { D::kind } -> std::convertible_to<DeviceKind>;
+    { D::name } -> std::convertible_to<std::string_view>;
+    { D::make_context() } -> std::same_as<std::unique_ptr<DeviceContext>>;
 };
 
 }  // namespace dlgraph

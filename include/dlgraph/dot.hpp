@@ -2,8 +2,10 @@
 // `dot -Tsvg`. Ops are boxes labeled "type\n#index"; variables are ellipses
 // labeled with name, dtype and dims. In a program, persistable variables are
 // filled grey; in a plan, feeds are light blue, values read from the scope
-// (persistables) grey, targets drawn with a double border, and every
-// intermediate carries its arena slot. Edges run var -> op for inputs and
+// (persistables) grey, targets drawn with a double border, intermediates
+// carry their arena slot once the plan is shaped, values and steps on a
+// device carry its name, and inserted copies are drawn as "copy" steps.
+// Edges run var -> op for inputs and
 // op -> var for outputs, labeled with the slot. Node ids are generated
 // ("v3", "op7"), so names never need to be valid DOT ids; labels escape
 // quotes, backslashes and control characters.
@@ -143,9 +145,12 @@ DLGRAPH_INLINE std::string to_dot(const ExecutionPlan& plan) {
                 style = "style=filled, fillcolor=\"#d9d9d9\", ";
                 break;
             case ValueKind::intermediate:
-                label += pv.slot >= 0 ? "slot " + std::to_string(pv.slot) : std::string("no slot");
+                label += plan.shaped && plan.memory.value_slot[v] >= 0
+                             ? "slot " + std::to_string(plan.memory.value_slot[v])
+                             : std::string(pv.copy_of >= 0 ? "copy" : "intermediate");
                 break;
         }
+        if (pv.place == Place::device) label += "\\non " + detail::dot_escape(plan.device);
         if (pv.target) {
             label += "\\ntarget";
             style += "peripheries=2, penwidth=2, ";
@@ -155,10 +160,11 @@ DLGRAPH_INLINE std::string to_dot(const ExecutionPlan& plan) {
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const PlannedStep& st = plan.steps[s];
         const std::string sid = "s" + std::to_string(s);
-        const std::string type = st.def ? std::string(st.def->type) : std::string("?");
+        const std::string where = st.is_copy() ? std::string("copy")
+                                  : "#" + std::to_string(st.op_index) +
+                                        (st.place == Place::device ? " on " + plan.device : std::string());
         out += "  " + sid + " [shape=box, style=\"rounded,filled\", fillcolor=\"#fff2cc\", label=\"" +
-               detail::dot_escape(type) + "\\n#" + std::to_string(st.op_index) + "\"];\n";
-        if (!st.def) continue;
+               detail::dot_escape(std::string(st.def->type)) + "\\n" + detail::dot_escape(where) + "\"];\n";
         for (std::size_t k = 0; k + 1 < st.in_off.size() && k < st.def->inputs.size(); ++k)
             for (int i = st.in_off[k]; i < st.in_off[k + 1]; ++i)
                 out += "  v" + std::to_string(st.ins[static_cast<std::size_t>(i)]) + " -> " + sid + " [label=\"" +

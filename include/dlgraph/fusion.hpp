@@ -1,6 +1,6 @@
-// Fusion of element-wise chains. After a shape pass the session looks for
-// runs of plan steps that are element-wise ops (OpDef::fusible) where each
-// step consumes the previous one's result and nothing else reads it, e.g.
+// Fusion of element-wise chains, at run time. The planner (plan_fusion)
+// finds runs of host steps that are element-wise ops (OpDef::fusible) where
+// each step consumes the previous one's result and nothing else reads it, e.g.
 // `a*b + c` or `relu(matmul(x, w) + b)`'s `+ b, relu`. Such a chain runs as
 // one step that walks the output in blocks small enough for L1: every op is
 // applied to the block in a scratch buffer, and only the last writes memory,
@@ -29,8 +29,7 @@
 namespace dlgraph::detail {
 
 struct fused_operand {
-    enum kind_t { running, full, scalar, row };
-    kind_t kind = running;
+    FusedOperand kind = FusedOperand::running;
     const Tensor* t = nullptr;
 };
 
@@ -62,8 +61,8 @@ inline constexpr std::int64_t fused_per_thread = 1 << 16;
 
 inline const char* operand_at(const fused_operand& o, std::int64_t off, std::size_t elem, const char* scratch) {
     switch (o.kind) {
-        case fused_operand::running: return scratch;
-        case fused_operand::full: return static_cast<const char*>(o.t->raw()) + static_cast<std::size_t>(off) * elem;
+        case FusedOperand::running: return scratch;
+        case FusedOperand::full: return static_cast<const char*>(o.t->raw()) + static_cast<std::size_t>(off) * elem;
         default: return static_cast<const char*>(o.t->raw());
     }
 }
@@ -88,8 +87,8 @@ inline void run_blocks(const fused_chain& c, std::int64_t b0, std::int64_t b1, s
             char* dst = k == last ? z + static_cast<std::size_t>(off) * c.elem : scratch;
             const char* x = operand_at(in.x, off, c.elem, scratch);
             const char* y = operand_at(in.y, off, c.elem, scratch);
-            const int sx = in.x.kind != fused_operand::scalar, sy = in.y.kind != fused_operand::scalar;
-            if (in.x.kind != fused_operand::row && in.y.kind != fused_operand::row) {
+            const int sx = in.x.kind != FusedOperand::scalar, sy = in.y.kind != FusedOperand::scalar;
+            if (in.x.kind != FusedOperand::row && in.y.kind != FusedOperand::row) {
                 in.fn(len, x, sx, y, sy, dst);
                 continue;
             }
@@ -97,8 +96,8 @@ inline void run_blocks(const fused_chain& c, std::int64_t b0, std::int64_t b1, s
             const std::size_t rb = static_cast<std::size_t>(c.row) * c.elem;
             for (std::int64_t r = 0; r < len / c.row; ++r) {
                 const std::size_t o = static_cast<std::size_t>(r) * rb;
-                in.fn(c.row, in.x.kind == fused_operand::row ? x : x + o * static_cast<std::size_t>(sx), sx,
-                      in.y.kind == fused_operand::row ? y : y + o * static_cast<std::size_t>(sy), sy, dst + o);
+                in.fn(c.row, in.x.kind == FusedOperand::row ? x : x + o * static_cast<std::size_t>(sx), sx,
+                      in.y.kind == FusedOperand::row ? y : y + o * static_cast<std::size_t>(sy), sy, dst + o);
             }
         }
     }
@@ -120,7 +119,7 @@ inline std::int64_t block_shift(const fused_chain& c) {
     vote(*c.out);
     for (auto& in : c.instrs)
         for (const fused_operand* o : {&in.x, &in.y})
-            if (o->kind == fused_operand::full) vote(*o->t);
+            if (o->kind == FusedOperand::full) vote(*o->t);
     const auto m = static_cast<std::size_t>(std::max_element(votes, votes + 64) - votes);
     return m % c.elem == 0 ? static_cast<std::int64_t>(m / c.elem) : 0;
 }
@@ -128,7 +127,7 @@ inline std::int64_t block_shift(const fused_chain& c) {
 inline void run_fused(const fused_chain& c) {
     for (auto& in : c.instrs)
         for (const fused_operand* o : {&in.x, &in.y})
-            if ((o->kind == fused_operand::scalar || o->kind == fused_operand::row) && overlaps(*o->t, *c.out)) {
+            if ((o->kind == FusedOperand::scalar || o->kind == FusedOperand::row) && overlaps(*o->t, *c.out)) {
                 for (auto& [fn, ctx] : c.unfused) fn(ctx);
                 return;
             }
@@ -144,105 +143,30 @@ inline void run_fused(const fused_chain& c) {
     });
 }
 
-// Classifies tensor `t` as an operand of an op whose output has shape `out`
-// (`axis`: the op's axis attribute); false when the chain cannot take it.
-inline bool classify_operand(const Tensor& t, const Shape& out, std::int64_t axis, fused_operand& o,
-                             std::int64_t& row) {
-    o.t = &t;
-    const Shape& s = t.shape();
-    if (s == out || (t.numel() == out.numel() && axis == -1 && s.rank() <= out.rank())) {
-        // Same elements in the same order (leading unit dims aside).
-        bool same = true;
-        for (int i = 1; i <= s.rank() && same; ++i) same = s[s.rank() - i] == out[out.rank() - i];
-        if (same) {
-            o.kind = fused_operand::full;
-            return true;
-        }
-    }
-    if (t.numel() == 1) {
-        o.kind = fused_operand::scalar;
-        return true;
-    }
-    // A row: s without its leading unit dims equals out's trailing dims.
-    int lead = 0;
-    while (lead < s.rank() && s[lead] == 1) ++lead;
-    const int rr = s.rank() - lead;
-    if (rr == 0 || rr > out.rank() || (axis != -1 && axis != out.rank() - rr)) return false;
-    for (int i = 0; i < rr; ++i)
-        if (s[lead + i] != out[out.rank() - rr + i]) return false;
-    if (row != 0 && row != t.numel()) return false;  // one period per chain
-    row = t.numel();
-    o.kind = fused_operand::row;
-    return true;
-}
-
-// Finds the fusible chains of a shaped plan. `steps` are the bound steps
-// (kernels set, tensors bound); a chain's first steps become no-ops and its
-// last runs the chain (so every external operand is ready by then).
-inline std::vector<std::unique_ptr<fused_chain>> fuse_chains(const ExecutionPlan& p,
-                                                             std::vector<std::pair<KernelFn, KernelContext>>& steps,
-                                                             const std::vector<VarMeta>& metas) {
+// The runtime chains of a shaped plan (ExecutionPlan::fused, chosen by
+// plan_fusion). `steps` are the bound steps (kernels set, tensors bound); a
+// chain's first steps become no-ops and its last runs the chain (so every
+// external operand is ready by then).
+inline std::vector<std::unique_ptr<fused_chain>> bind_chains(const ExecutionPlan& p,
+                                                             std::vector<std::pair<KernelFn, KernelContext>>& steps) {
     std::vector<std::unique_ptr<fused_chain>> chains;
-    std::vector<int> uses(p.values.size(), 0);
-    for (auto& st : p.steps)
-        for (int v : st.ins) ++uses[static_cast<std::size_t>(v)];
-
-    // A step that may take part: a fusible op on FP32/FP64, one output.
-    auto fusible = [&](std::size_t s) -> BlockFn {
-        const PlannedStep& st = p.steps[s];
-        if (st.def->fusible.arity == 0 || st.outs.size() != 1) return nullptr;
-        return st.def->fusible.fn(metas[static_cast<std::size_t>(st.outs[0])].dtype);
-    };
-    // The running value `prev` may stay in the cache if only step s reads it.
-    auto private_to = [&](int prev, std::size_t s) {
-        const PlannedValue& pv = p.values[static_cast<std::size_t>(prev)];
-        int reads = 0;
-        for (int v : p.steps[s].ins) reads += v == prev;
-        return pv.kind == ValueKind::intermediate && !pv.target && uses[static_cast<std::size_t>(prev)] == reads;
-    };
-
-    std::size_t s = 0;
-    while (s < p.steps.size()) {
-        if (!fusible(s)) {
-            ++s;
-            continue;
-        }
-        // Grow a chain from s while the next step reads only-here values.
+    for (const FusedChainPlan& cp : p.fused) {
         auto chain = std::make_unique<fused_chain>();
-        const int first_out = p.steps[s].outs[0];
-        const VarMeta& om = metas[static_cast<std::size_t>(first_out)];
-        std::size_t e = s;  // last step in the chain
-        int prev = -1;
-        for (std::size_t t = s; t < p.steps.size(); ++t) {
-            const BlockFn fn = fusible(t);
+        const auto s = static_cast<std::size_t>(cp.first), e = static_cast<std::size_t>(cp.last);
+        const VarMeta& om = p.metas[static_cast<std::size_t>(p.steps[s].outs[0])];
+        for (std::size_t t = s; t <= e; ++t) {
             const PlannedStep& st = p.steps[t];
-            if (!fn) break;
-            const VarMeta& m = metas[static_cast<std::size_t>(st.outs[0])];
-            if (m.dtype != om.dtype || !(m.shape == om.shape)) break;
-            if (t > s && !private_to(prev, t)) break;
-            fused_chain::instr in{fn, {}, {}};
-            const std::int64_t axis = st.def->fusible.arity == 2 ? st.attrs[0].i : -1;
-            bool ok = true;
-            std::int64_t row = chain->row;
-            const int nin = st.def->fusible.arity;
-            for (int k = 0; k < nin && ok; ++k) {
-                const int v = st.ins[st.in_off[static_cast<std::size_t>(k)]];
+            fused_chain::instr in{st.def->fusible.fn(om.dtype), {}, {}};
+            for (int k = 0; k < st.def->fusible.arity; ++k) {
                 fused_operand& o = k == 0 ? in.x : in.y;
-                if (t > s && v == prev) o.kind = fused_operand::running;
-                else ok = classify_operand(steps[t].second.in(k), m.shape, axis, o, row);
+                o.kind = cp.operands[t - s][static_cast<std::size_t>(k)];
+                if (o.kind != FusedOperand::running) o.t = &steps[t].second.in(k);
             }
-            if (!ok) break;
-            chain->row = row;
             chain->instrs.push_back(in);
-            prev = st.outs[0];
-            e = t;
         }
-        if (e == s) {  // a single op gains nothing
-            ++s;
-            continue;
-        }
-        chain->first = static_cast<int>(s);
-        chain->last = static_cast<int>(e);
+        chain->row = cp.row;
+        chain->first = cp.first;
+        chain->last = cp.last;
         chain->out = &steps[e].second.out(0);
         chain->n = om.shape.numel();
         chain->elem = dtype_size(om.dtype);
@@ -258,7 +182,6 @@ inline std::vector<std::unique_ptr<fused_chain>> fuse_chains(const ExecutionPlan
         ctx.fused = chain.get();
         steps[e] = {[](const KernelContext& c) { run_fused(*static_cast<const fused_chain*>(c.fused)); }, ctx};
         chains.push_back(std::move(chain));
-        s = e + 1;
     }
     return chains;
 }

@@ -1,10 +1,11 @@
-// What an operator is: its slots, attributes, shape inference and kernels
-// per (device, dtype). Builders record ops and run `infer`; the planner
+// What an operator is: its slots, attributes, shape inference and CPU kernels
+// per dtype. Builders record ops and run `infer`; the planner
 // normalizes attributes into `attrs` order once, so kernels read them by
 // index and never touch a string. The list of all ops is ops/op_table.hpp.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -90,6 +91,26 @@ private:
     slot_view<const Variable*> in_vars_;
 };
 
+// Bad data a kernel met: an integer division by zero, a label out of range.
+// Kernels never throw (they may run on worker threads or a device); they
+// record the first fault here and skip the work it spoils, and the session
+// throws it as a dlgraph error after the step (fault_error).
+enum class fault_code : int { none = 0, div_by_zero, label_out_of_range, k_out_of_range };
+struct KernelFault {
+    std::atomic<int> code{0};
+    std::int64_t a = 0, b = 0, c = 0;  // the facts of the first fault (a label, its row, the class count)
+    // Records a fault unless one is recorded already; safe from several threads.
+    void raise(fault_code f, std::int64_t fa = 0, std::int64_t fb = 0, std::int64_t fc = 0) noexcept {
+        int none = 0;
+        if (!code.compare_exchange_strong(none, static_cast<int>(f), std::memory_order_acq_rel)) return;
+        a = fa;
+        b = fb;
+        c = fc;
+    }
+    bool failed() const noexcept { return code.load(std::memory_order_acquire) != 0; }
+    void clear() noexcept { code.store(0, std::memory_order_relaxed); }
+};
+
 struct KernelContext {
     slot_view<const Tensor*> in_;
     slot_view<Tensor*> out_;
@@ -103,6 +124,11 @@ struct KernelContext {
     // The op's `prepack_input` packed by its `prepack` hook, when the session
     // keeps it packed (a weight the plan does not write); else null.
     const void* packed = nullptr;
+    // The session's device, for a step placed on it (its kernels find their
+    // stream and handles there); null on the host.
+    DeviceContext* device = nullptr;
+    // Where the kernel records bad data (never null in a session's steps).
+    KernelFault* fault = nullptr;
 
     const Tensor& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     int in_count(int slot) const { return in_.count(slot); }
@@ -113,7 +139,6 @@ struct KernelContext {
     Variable& out_var(int slot, int k = 0) const { return *out_vars_.at(slot, k); }
 };
 
-using KernelFn = void (*)(const KernelContext&);
 using KernelTable = std::array<KernelFn, num_dtypes>;
 
 // An element-wise op's math on one block, for fused chains (fusion.hpp):
@@ -168,7 +193,10 @@ struct OpDef {
     // `dtype_attr`; both -1: the first output's dtype.
     int kernel_slot = 0;
     int dtype_attr = -1;
-    std::array<KernelTable, num_device_kinds> kernels{};
+    // The CPU kernels, one per dtype (null: no kernel for that dtype). Every
+    // op runs on the host; a device brings its own kernels
+    // (DeviceContext::kernel) for the ops it can run.
+    KernelTable kernels{};
     // One-line summary for docs and `dlgraph inspect`.
     std::string_view doc{};
     // How to differentiate it: a GradSpec for the usual grad op, or a custom
@@ -196,12 +224,12 @@ struct OpDef {
             if (attrs[i].name == n) return static_cast<int>(i);
         return -1;
     }
-    KernelFn kernel(DeviceKind d, DataType t) const { return kernels[static_cast<int>(d)][static_cast<int>(t)]; }
-    bool supports(DeviceKind d, DataType t) const { return kernel(d, t) != nullptr; }
-    std::string supported_dtypes(DeviceKind d) const {
+    KernelFn kernel(DataType t) const { return kernels[static_cast<std::size_t>(t)]; }
+    bool supports(DataType t) const { return kernel(t) != nullptr; }
+    std::string supported_dtypes() const {
         std::string s;
         for (int t = 0; t < num_dtypes; ++t)
-            if (kernels[static_cast<int>(d)][t]) s += (s.empty() ? "" : ", ") + std::string(dtype_names[t]);
+            if (kernels[static_cast<std::size_t>(t)]) s += (s.empty() ? "" : ", ") + std::string(dtype_names[t]);
         return s.empty() ? "none" : s;
     }
 
@@ -222,11 +250,13 @@ DLGRAPH_INLINE DataType kernel_dtype(const OpDef& def, const InferContext& ctx, 
 // at something it has. A failure is a bug in dlgraph, not in user input.
 DLGRAPH_INLINE bool kernel_choice_valid(const OpDef& def);
 
-// Throws unless `device` (or, with `any_device`, some device) has a kernel
-// for op `def` at dtype `t`: checked when an op is built or loaded, so the
-// error points at the line that made it.
-DLGRAPH_INLINE void check_kernel(const OpDef& def, DataType t, std::string_view label, DeviceKind device,
-        bool any_device);
+// Throws unless op `def` has a CPU kernel for dtype `t` (every op runs on
+// the host, so that is what makes an op valid at a dtype): checked when an
+// op is built or loaded, so the error points at the line that made it.
+DLGRAPH_INLINE void check_kernel(const OpDef& def, DataType t, std::string_view label);
+
+// The dlgraph error for the fault a kernel of step `label` recorded.
+[[noreturn]] DLGRAPH_INLINE void throw_fault(const KernelFault& f, std::string_view label);
 
 // The grad ops of `def` for a request, through its maker or its GradSpec.
 DLGRAPH_INLINE std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r);
@@ -234,7 +264,7 @@ DLGRAPH_INLINE std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradReq
 // Fills a kernel table from `Op::template compute<T>` for each listed T.
 template <class Op, class... Ts> KernelTable cpu_kernels() {
     KernelTable t{};
-    ((t[static_cast<int>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(cpu{}, c); }), ...);
+    ((t[static_cast<std::size_t>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(cpu{}, c); }), ...);
     return t;
 }
 
@@ -261,14 +291,27 @@ DLGRAPH_INLINE bool kernel_choice_valid(const OpDef& def) {
     return !def.outputs.empty();
 }
 
-DLGRAPH_INLINE void check_kernel(const OpDef& def, DataType t, std::string_view label, DeviceKind device,
-        bool any_device) {
-    bool ok = def.supports(device, t);
-    for (int d = 0; any_device && d < num_device_kinds; ++d) ok = ok || def.supports(static_cast<DeviceKind>(d), t);
-    if (ok) return;
-    throw type_error("dlgraph.type.kernel", std::string(label) + ": no " +
-                                                (any_device ? std::string("") : std::string(device_names[static_cast<int>(device)]) + " ") +
-                                                "kernel for " + to_string(t) + " (it has: " + def.supported_dtypes(device) + ")");
+DLGRAPH_INLINE void check_kernel(const OpDef& def, DataType t, std::string_view label) {
+    if (def.supports(t)) return;
+    throw type_error("dlgraph.type.kernel", std::string(label) + ": no kernel for " + to_string(t) +
+                                                " (it has: " + def.supported_dtypes() + ")");
+}
+
+DLGRAPH_INLINE void throw_fault(const KernelFault& f, std::string_view label) {
+    const std::string op(label);
+    switch (static_cast<fault_code>(f.code.load())) {
+        case fault_code::div_by_zero:
+            throw value_error("dlgraph.value.div0", op + ": integer division by zero");
+        case fault_code::label_out_of_range:
+            throw value_error("dlgraph.value.label", op + ": label " + std::to_string(f.a) + " (row " +
+                                                         std::to_string(f.b) + ") is out of range [0, " +
+                                                         std::to_string(f.c) + ")");
+        case fault_code::k_out_of_range:
+            throw shape_error("dlgraph.shape.top_k", op + ": k is " + std::to_string(f.a) + " but the last dim is " +
+                                                         std::to_string(f.b) + ": k must not exceed the last dim");
+        case fault_code::none: break;
+    }
+    throw value_error("dlgraph.value.fault", op + ": the kernel reported fault " + std::to_string(f.code.load()));
 }
 
 DLGRAPH_INLINE std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradRequest& r) {

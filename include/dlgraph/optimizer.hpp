@@ -33,6 +33,11 @@ template <class Session> void set_scalar(Session& s, const std::string& name, do
         throw graph_error("dlgraph.graph.undeclared", "'" + name + "' is not a persistable variable of the program");
     Tensor& t = s.scope().var(name).template get_mutable<Tensor>();
     if (!t.initialized()) t.resize(vd->data_type, Shape(vd->dims));
+    if (t.place() != Place::host) {  // set on the host; the session puts it back on its device
+        Tensor h;
+        h.copy_from(t);
+        t = std::move(h);
+    }
     visit_dtype(t.dtype(), [&]<class T>(type_tag<T>) {
         if constexpr (std::is_same_v<T, float16>) throw type_error("dlgraph.type.kernel", "FP16 scalars are not supported");
         else std::fill(t.data<T>(), t.data<T>() + t.numel(), static_cast<T>(value));

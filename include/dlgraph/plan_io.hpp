@@ -1,18 +1,22 @@
 // ExecutionPlans as JSON (ADL to_json, so `json j = plan;` works) and as a
-// human-readable listing (describe), optionally with the memory a plan takes
-// for concrete shapes (plan_memory from planner.hpp).
+// human-readable listing (describe). A plan that has been shaped
+// (shape_plan, or a session's plan after a run) also shows its concrete
+// shapes and its memory per place.
 //
 // JSON layout:
 //   {"targets": [{"var": "y", "op": -1}, {"var": null, "op": 4}],
-//    "fed": ["x"],
-//    "steps": [{"op_index": 1, "type": "elementwise_mul", "label": "elementwise_mul (op #1)", "device": "cpu",
+//    "fed": ["x"], "device": "cpu",
+//    "steps": [{"op_index": 1, "type": "elementwise_mul", "label": "elementwise_mul (op #1)", "place": "cpu",
 //               "inputs": {"X": ["x"], "Y": ["w"]}, "outputs": {"Out": ["elementwise_mul_0"]}}, ...],
-//    "values": [{"name": "x", "kind": "feed", "dtype": "FP32", "dims": [-1, 3], "slot": null,
-//                "first_step": null, "last_step": 0, "target": false}, ...],
-//    "num_slots": 2}
-// Step numbers are positions in "steps" (not op indices). null means "not
-// applicable": no arena slot (feeds, persistables), not written by the plan
-// (first_step), or alive to the end because it is a target (last_step).
+//    "values": [{"name": "x", "kind": "feed", "dtype": "FP32", "dims": [-1, 3], "place": "cpu",
+//                "copy_of": null, "first_step": null, "last_step": 0, "target": false}, ...],
+//    "memory": {"values": [{"name", "dtype", "shape", "bytes", "slot", "offset"}], "slot_bytes": [...],
+//               "slot_place": ["cpu", ...], "places": {"cpu": {"arena_bytes", "unshared_bytes", "lower_bound"}}}}
+// Step numbers are positions in "steps" (not op indices); copies the planner
+// inserted have "op_index": null. A place is "cpu" or the device's name.
+// null means "not applicable": not a copy, not written by the plan
+// (first_step), alive to the end because it is a target (last_step), or
+// outside the arena (slot). "memory" is there only for a shaped plan.
 #pragma once
 
 #include <optional>
@@ -29,26 +33,30 @@ namespace dlgraph {
 
 DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p);
 
-namespace detail {
-DLGRAPH_INLINE void check_metas(const ExecutionPlan& p, const std::vector<VarMeta>& metas);
-}  // namespace detail
-
-// The plan's JSON; with `metas` (one per value, concrete shapes, e.g. from
-// infer_plan) also "memory": {"values": [{"name", "dtype", "shape", "bytes"}],
-// "slot_bytes", "arena_bytes", "unshared_bytes", "lower_bound"}.
-DLGRAPH_INLINE json plan_json(const ExecutionPlan& p, const std::vector<VarMeta>* metas = nullptr);
+// The plan's JSON (the same as `json j = plan`).
+DLGRAPH_INLINE json plan_json(const ExecutionPlan& p);
 
 // A listing of the plan: one line per step ("#3 mul  X=x,Y=w -> Out=mul_0",
-// numbered by op index; a slot with several variables is "X=[a,b]"), then
-// one line per value (kind, dtype, dims, arena slot, and the ops between
-// which it lives). With `metas` (one per value, concrete) the values show
-// their concrete shapes and bytes, followed by each arena slot's bytes, the
-// arena total, what one buffer per value would take and the lower bound.
-DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* metas = nullptr);
+// numbered by op index, "copy" for an inserted copy; a slot with several
+// variables is "X=[a,b]"; "[name]" for a step on the device), then one line
+// per value (kind, dtype, dims, place when not the host, and the ops
+// between which it lives). A shaped plan's values show their concrete
+// shapes, bytes and arena slot and offset, followed by each slot's bytes
+// and, per place, the arena total, what one buffer per value would take and
+// the lower bound.
+DLGRAPH_INLINE std::string describe(const ExecutionPlan& p);
 
 }  // namespace dlgraph
 
 #if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE std::string place_name(const ExecutionPlan& p, Place where) {
+    return where == Place::device ? p.device : std::string(cpu::name);
+}
+
+}  // namespace dlgraph::detail
 
 namespace dlgraph {
 
@@ -68,12 +76,12 @@ DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p) {
     };
     json steps = json::array();
     for (auto& st : p.steps) {
-        json s = {{"op_index", st.op_index},
-                  {"type", st.def ? std::string(st.def->type) : std::string()},
+        json s = {{"op_index", st.is_copy() ? json(nullptr) : json(st.op_index)},
+                  {"type", std::string(st.def->type)},
                   {"label", st.label},
-                  {"device", std::string(device_names[static_cast<int>(st.device)])}};
-        s["inputs"] = st.def ? slots(st.def->inputs, st.in_off, st.ins) : json::object();
-        s["outputs"] = st.def ? slots(st.def->outputs, st.out_off, st.outs) : json::object();
+                  {"place", detail::place_name(p, st.place)}};
+        s["inputs"] = slots(st.def->inputs, st.in_off, st.ins);
+        s["outputs"] = slots(st.def->outputs, st.out_off, st.outs);
         steps.push_back(std::move(s));
     }
     json values = json::array();
@@ -82,63 +90,62 @@ DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p) {
                           {"kind", std::string(value_kind_names[static_cast<int>(v.kind)])},
                           {"dtype", std::string(dtype_name(v.declared.dtype))},
                           {"dims", v.declared.shape.vec()},
-                          {"slot", v.slot >= 0 ? json(v.slot) : json(nullptr)},
+                          {"place", detail::place_name(p, v.place)},
+                          {"copy_of", v.copy_of >= 0 ? json(value_name(v.copy_of)) : json(nullptr)},
                           {"first_step", v.written && v.first_step != INT_MAX ? json(v.first_step) : json(nullptr)},
                           {"last_step", v.last_step == INT_MAX ? json(nullptr) : json(v.last_step)},
                           {"target", v.target}});
     }
-    j = json{{"targets", std::move(targets)}, {"fed", p.fed},         {"steps", std::move(steps)},
-             {"values", std::move(values)},   {"num_slots", p.num_slots}};
-}
-
-}  // namespace dlgraph
-
-namespace dlgraph::detail {
-
-DLGRAPH_INLINE void check_metas(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
-    if (metas.size() != p.values.size())
-        throw graph_error("dlgraph.graph.metas", "the plan has " + std::to_string(p.values.size()) +
-                                                     " values but " + std::to_string(metas.size()) +
-                                                     " metas were given");
-}
-
-}  // namespace dlgraph::detail
-
-namespace dlgraph {
-
-DLGRAPH_INLINE json plan_json(const ExecutionPlan& p, const std::vector<VarMeta>* metas) {
-    json j = p;
-    if (!metas) return j;
-    detail::check_metas(p, *metas);
-    const MemoryPlan m = plan_memory(p, *metas);
-    json values = json::array();
+    j = json{{"targets", std::move(targets)}, {"fed", p.fed},         {"device", p.device},
+             {"steps", std::move(steps)},     {"values", std::move(values)}};
+    if (!p.shaped) return;
+    const MemoryPlan& m = p.memory;
+    json mvalues = json::array();
     for (std::size_t v = 0; v < p.values.size(); ++v) {
-        const VarMeta& mt = (*metas)[v];
-        values.push_back({{"name", p.values[v].name},
-                          {"dtype", std::string(dtype_name(mt.dtype))},
-                          {"shape", mt.shape.vec()},
-                          {"bytes", meta_bytes(mt)}});
+        const VarMeta& mt = p.metas[v];
+        const bool in_slot = m.value_slot[v] >= 0;
+        mvalues.push_back({{"name", p.values[v].name},
+                           {"dtype", std::string(dtype_name(mt.dtype))},
+                           {"shape", mt.shape.vec()},
+                           {"bytes", meta_bytes(mt)},
+                           {"slot", in_slot ? json(m.value_slot[v]) : json(nullptr)},
+                           {"offset", in_slot ? json(m.value_offset[v]) : json(nullptr)}});
     }
-    j["memory"] = {{"values", std::move(values)},
+    json slot_place = json::array(), places = json::object();
+    for (Place pl : m.slot_place) slot_place.push_back(detail::place_name(p, pl));
+    for (int pl = 0; pl < (p.has_device ? 2 : 1); ++pl) {
+        const MemoryFigures& f = m.figures[static_cast<std::size_t>(pl)];
+        places[detail::place_name(p, static_cast<Place>(pl))] = {
+            {"arena_bytes", f.arena_bytes}, {"unshared_bytes", f.unshared_bytes}, {"lower_bound", f.lower_bound}};
+    }
+    j["memory"] = {{"values", std::move(mvalues)},
                    {"slot_bytes", m.slot_bytes},
-                   {"arena_bytes", m.arena_bytes},
-                   {"unshared_bytes", m.unshared_bytes},
-                   {"lower_bound", m.lower_bound}};
-    return j;
+                   {"slot_place", std::move(slot_place)},
+                   {"places", std::move(places)}};
 }
 
-DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<VarMeta>* metas) {
-    if (metas) detail::check_metas(p, *metas);
+DLGRAPH_INLINE json plan_json(const ExecutionPlan& p) { return json(p); }
+
+DLGRAPH_INLINE std::string describe(const ExecutionPlan& p) {
     auto vname = [&](int v) -> const std::string& { return p.values[static_cast<std::size_t>(v)].name; };
-    auto op_at = [&](int step) { return "#" + std::to_string(p.steps[static_cast<std::size_t>(step)].op_index); };
+    auto op_at = [&](int step) {
+        const PlannedStep& st = p.steps[static_cast<std::size_t>(step)];
+        return st.is_copy() ? "copy@" + std::to_string(step) : "#" + std::to_string(st.op_index);
+    };
     auto pad = [](std::string s, std::size_t w) {
         if (s.size() < w) s.append(w - s.size(), ' ');
         return s;
     };
-
+    int copies = 0, on_device = 0;
+    for (auto& st : p.steps) {
+        copies += st.is_copy();
+        on_device += !st.is_copy() && st.place == Place::device;
+    }
     std::string out = "plan: " + std::to_string(p.steps.size()) + " steps, " + std::to_string(p.values.size()) +
-                      " values, " + std::to_string(p.num_slots) + " arena slots\n";
-    out += "targets:";
+                      " values";
+    if (p.has_device)
+        out += ", " + std::to_string(on_device) + " steps on " + p.device + ", " + std::to_string(copies) + " copies";
+    out += "\ntargets:";
     for (auto& t : p.targets) {
         if (t.var.empty()) out += " op #" + std::to_string(t.op);
         else if (t.op >= 0) out += " " + t.var + " (op #" + std::to_string(t.op) + ")";
@@ -167,14 +174,11 @@ DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<Va
         return s;
     };
     for (auto& st : p.steps) {
-        std::string type = st.def ? std::string(st.def->type) : std::string("?");
-        out += "  #" + std::to_string(st.op_index) + " " + type + "  ";
-        if (st.def) {
-            std::string ins = slot_list(st.def->inputs, st.in_off, st.ins);
-            out += ins.empty() ? "(no inputs)" : ins;
-            out += " -> " + slot_list(st.def->outputs, st.out_off, st.outs);
-        }
-        if (st.device != DeviceKind::CPU) out += "  [" + std::string(device_names[static_cast<int>(st.device)]) + "]";
+        out += "  " + std::string(st.is_copy() ? "copy" : "#" + std::to_string(st.op_index)) + " " +
+               std::string(st.def->type) + "  ";
+        const std::string ins = slot_list(st.def->inputs, st.in_off, st.ins);
+        out += (ins.empty() ? "(no inputs)" : ins) + " -> " + slot_list(st.def->outputs, st.out_off, st.outs);
+        if (!st.is_copy() && st.place == Place::device) out += "  [" + p.device + "]";
         out += "\n";
     }
 
@@ -183,25 +187,22 @@ DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<Va
     std::size_t wname = 0, wtype = 0, wbytes = 0;
     std::vector<std::string> types, bytes;
     for (std::size_t v = 0; v < p.values.size(); ++v) {
-        const VarMeta& m = metas ? (*metas)[v] : p.values[v].declared;
+        const VarMeta& m = p.shaped ? p.metas[v] : p.values[v].declared;
         types.push_back(std::string(dtype_name(m.dtype)) + " " + to_string(m.shape));
-        bytes.push_back(metas ? std::to_string(meta_bytes(m)) + " bytes" : std::string());
+        bytes.push_back(p.shaped ? std::to_string(meta_bytes(m)) + " bytes" : std::string());
         wname = std::max(wname, p.values[v].name.size());
         wtype = std::max(wtype, types.back().size());
         wbytes = std::max(wbytes, bytes.back().size());
     }
-    // With concrete metas, slots are the memory plan's for those sizes.
-    std::optional<MemoryPlan> mem;
-    if (metas) mem = plan_memory(p, *metas);
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
-        const int slot = mem ? mem->value_slot[v] : pv.slot;
         std::string line = "  " + pad(pv.name, wname) + "  " +
                            pad(std::string(value_kind_names[static_cast<int>(pv.kind)]), 12) + "  " +
                            pad(types[v], wtype);
-        if (metas) line += "  " + pad(bytes[v], wbytes);
-        if (slot >= 0) line += "  slot " + std::to_string(slot);
-        if (mem && slot == 0) line += " @" + std::to_string(mem->value_offset[v]);
+        if (p.shaped) line += "  " + pad(bytes[v], wbytes);
+        if (pv.place == Place::device) line += "  on " + p.device;
+        if (p.shaped && p.memory.value_slot[v] >= 0)
+            line += "  slot " + std::to_string(p.memory.value_slot[v]) + " @" + std::to_string(p.memory.value_offset[v]);
         if (pv.written && pv.first_step != INT_MAX)
             line += "  live " + op_at(pv.first_step) + ".." +
                     (pv.last_step == INT_MAX ? std::string("end") : op_at(pv.last_step));
@@ -209,23 +210,24 @@ DLGRAPH_INLINE std::string describe(const ExecutionPlan& p, const std::vector<Va
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    if (!p.shaped) return out;
 
-    if (mem) {
-        const MemoryPlan& m = *mem;
-        out += "memory:\n";
-        for (std::size_t s = 0; s < m.slot_bytes.size(); ++s) {
-            std::string users;
-            for (std::size_t v = 0; v < p.values.size(); ++v)
-                if (m.value_slot[v] == static_cast<int>(s)) {
-                    if (!users.empty()) users += ", ";
-                    users += p.values[v].name;
-                }
-            out += "  slot " + std::to_string(s) + ": " + std::to_string(m.slot_bytes[s]) + " bytes (" + users + ")\n";
-        }
-        out += "  arena: " + std::to_string(m.arena_bytes) + " bytes in " + std::to_string(m.slot_bytes.size()) +
-               " slots\n";
-        out += "  one buffer per value: " + std::to_string(m.unshared_bytes) + " bytes\n";
-        out += "  lower bound: " + std::to_string(m.lower_bound) + " bytes\n";
+    const MemoryPlan& m = p.memory;
+    out += "memory:\n";
+    for (std::size_t s = 0; s < m.slot_bytes.size(); ++s) {
+        std::string users;
+        for (std::size_t v = 0; v < p.values.size(); ++v)
+            if (m.value_slot[v] == static_cast<int>(s)) users += (users.empty() ? "" : ", ") + p.values[v].name;
+        out += "  slot " + std::to_string(s) + ": " + std::to_string(m.slot_bytes[s]) + " bytes on " +
+               detail::place_name(p, m.slot_place[s]) + " (" + users + ")\n";
+    }
+    for (int pl = 0; pl < (p.has_device ? 2 : 1); ++pl) {
+        const MemoryFigures& f = m.figures[static_cast<std::size_t>(pl)];
+        int nslots = 0;
+        for (Place sp : m.slot_place) nslots += sp == static_cast<Place>(pl);
+        out += "  " + detail::place_name(p, static_cast<Place>(pl)) + ": arena " + std::to_string(f.arena_bytes) +
+               " bytes in " + std::to_string(nslots) + " slots, one buffer per value " +
+               std::to_string(f.unshared_bytes) + " bytes, lower bound " + std::to_string(f.lower_bound) + " bytes\n";
     }
     return out;
 }

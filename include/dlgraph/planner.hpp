@@ -1,9 +1,19 @@
-// The Planner turns (program, targets, fed names) into an ExecutionPlan: the
-// ops the targets need, in program order; where each value comes from (a
-// feed, a persistable variable in the session's scope, or an op of the
-// plan); the device of each op; and a memory plan that lets values whose
-// lifetimes do not overlap share a buffer. Planning resolves every name once;
-// the Session then runs the plan without touching names.
+// The Planner turns (program, targets, fed names, device) into an
+// ExecutionPlan, and the plan plus concrete input shapes into everything a
+// session needs to run it. It is a sequence of passes, each a function:
+//
+//   make_plan:   check the request -> prune (the ops the targets need)
+//                -> steps and values in program order -> place each step
+//                (host, or the device when it has a kernel) -> insert copies
+//                where a value crosses places -> lifetimes
+//   shape_plan:  infer shapes and choose kernels -> memory plan per place
+//                -> fused element-wise chains -> weights kept packed
+//
+// `plan_program` is the two together: one pure function from the program,
+// the targets, the fed names, the input shapes and the device to the whole
+// executable plan. The Session caches make_plan's result per (targets, fed
+// names) and reruns shape_plan when an input's shape changes; it then binds
+// tensors to the plan and runs it without touching names.
 //
 // Dataflow follows program order: a read of `v` by op i sees the last op
 // before i that writes `v`. A fed name cuts the graph there. A persistable
@@ -12,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <map>
 #include <set>
@@ -42,32 +53,99 @@ struct PlannedValue {
     ValueKind kind = ValueKind::intermediate;
     VarType type = VarType::LOD_TENSOR;  // lists (feed/fetch) live in the scope
     VarMeta declared;             // dtype and dims from the VarDesc
+    Place place = Place::host;    // where it lives
+    int copy_of = -1;             // a copy the plan made: the value it copies
     int first_step = INT_MAX;     // first step that writes it
     int last_step = -1;           // last step that reads it (INT_MAX for targets)
     bool written = false;         // some step of the plan writes it
     bool target = false;
-    int slot = -1;                // arena slot (intermediates)
+    // Lives in the plan's arena: an intermediate tensor a step writes.
+    bool in_arena() const { return kind == ValueKind::intermediate && written; }
 };
 
 struct PlannedStep {
-    int op_index = -1;
+    int op_index = -1;                        // -1: a copy the planner inserted
     const OpDef* def = nullptr;
-    DeviceKind device = DeviceKind::CPU;
+    Place place = Place::host;                // copies are queued on the device
     std::vector<int> ins, outs;               // value indices, in slot order
     std::vector<std::uint16_t> in_off, out_off;
     std::vector<Attribute> attrs;             // normalized, def order
-    std::string label;                        // "mul (op #3)"
+    std::string label;                        // "mul (op #3)", "memcpy_h2d (x)"
+    bool is_copy() const { return op_index < 0; }
+};
+
+// Where each intermediate lives for concrete shapes (shape_plan).
+//
+// Slot 0 is one buffer on the host shared by every intermediate there that
+// is not a target; a plan with a device has slot 1, the same on the device;
+// each target has a host buffer of its own (the slots after), so it can be
+// handed to the caller. Offsets in a shared slot are assigned greedy by size
+// as in TFLite's arena planner: largest value first, each at the lowest
+// offset that no value live at the same time covers (sizes rounded up to 64
+// bytes from 1 KiB on, else to 16, so large values sit on cache lines). A
+// value is live from the step that writes it to the last step that reads
+// it, both included, so an op's output shares memory with none of its
+// inputs, with one exception (`in_place`): an element-wise op
+// (OpDef::fusible, z[i] from x[i] and y[i] or y[0]) writes over its X when X
+// is an intermediate of the output's dtype and size that nothing reads after
+// it; the two then hold one place in the arena (and count once in
+// lower_bound).
+struct MemoryFigures {
+    std::size_t arena_bytes = 0;      // what the plan allocates for intermediates here
+    std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
+    std::size_t lower_bound = 0;      // the most bytes live at once (largest simultaneous set)
+};
+struct MemoryPlan {
+    std::vector<std::size_t> slot_bytes;
+    std::vector<Place> slot_place;
+    std::vector<int> value_slot;            // per value: its buffer, -1 outside the arena
+    std::vector<std::size_t> value_offset;  // per value: its byte offset in that buffer
+    std::array<MemoryFigures, num_places> figures{};
+    const MemoryFigures& host() const { return figures[static_cast<int>(Place::host)]; }
+    const MemoryFigures& device() const { return figures[static_cast<int>(Place::device)]; }
+};
+
+// An operand of a fused chain's op: the running value (the previous op's
+// result, kept in a cache-sized block), a tensor of the output's size, a
+// single element, or a row repeated every `row` elements (a bias).
+enum class FusedOperand : std::uint8_t { running, full, scalar, row };
+struct FusedChainPlan {
+    int first = 0, last = 0;       // the steps it covers
+    std::int64_t row = 0;          // period of row operands (0: none)
+    std::vector<std::array<FusedOperand, 2>> operands;  // per step: X, Y
+};
+
+// A step whose weight input (OpDef::prepack_input) the session keeps packed.
+struct PackedWeight {
+    int step = 0;
+    std::size_t bytes = 0;
+};
+
+struct PlanOptions {
+    bool fuse = true;      // element-wise chains as one pass (host steps)
+    bool in_place = true;  // element-wise ops may write over a dying X
+    bool prepack = true;   // weights the plan only reads are kept packed
 };
 
 struct ExecutionPlan {
     std::vector<TargetRef> targets;
     std::vector<std::string> fed;
+    std::string device;               // the device's name; "cpu" when everything runs on the host
+    bool has_device = false;
     std::vector<PlannedValue> values;
     std::vector<PlannedStep> steps;
-    std::vector<int> target_values;   // per target: value index, or -1 for op targets
+    std::vector<int> target_values;   // per target: value index (a host value), or -1 for op targets
     std::vector<int> feed_values;     // per fed name: value index, or -1 if unused
     std::vector<int> scope_reads;     // persistable values read from the scope
-    int num_slots = 0;
+
+    // Set by shape_plan, for the input shapes it was given.
+    bool shaped = false;
+    std::vector<VarMeta> metas;              // per value
+    std::vector<DataType> kernel_dtypes;     // per step
+    std::vector<KernelFn> kernels;           // per step (copies: null, the session's)
+    MemoryPlan memory;
+    std::vector<FusedChainPlan> fused;
+    std::vector<PackedWeight> packed;
 
     int value_index(std::string_view name) const {
         for (std::size_t i = 0; i < values.size(); ++i)
@@ -87,48 +165,46 @@ DLGRAPH_INLINE int initializer_of(const BlockDesc& b, std::string_view name);
 
 inline std::string op_label(const OpDesc& op, int index) { return op.type + " (op #" + std::to_string(index) + ")"; }
 
-// Plans block 0 of `program` (which must have been validated).
+// Plans block 0 of `program` (which must have been validated): the steps the
+// targets need, each placed on `device` when it has a kernel for it (else
+// on the host), with copies where values cross places. No device: every
+// step on the host.
 DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
-                                       std::span<const std::string> fed, DeviceKind device = DeviceKind::CPU);
+                                       std::span<const std::string> fed, const DeviceContext* device = nullptr);
 
 // Concrete dtypes and shapes of a plan's values. On entry `metas[v]` is
 // set for every value with `known[v]` (feeds and values read from the
 // scope); on return every value the plan writes is set too, and
 // `kernel_dtypes[s]` names the kernel each step will use. Throws, as a run
-// would, on a shape or dtype the ops reject or an op the device lacks.
+// would, on a shape or dtype the ops reject. `vars` (per value, optional)
+// lets ops whose shapes come from values (feed) see them.
 DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
-                               std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name,
-                               const std::vector<Variable*>* vars = nullptr);
-
-// The arena for concrete metas: where each intermediate lives, each
-// buffer's bytes, and totals.
-//
-// Slot 0 is one buffer shared by every intermediate that is not a target;
-// each target has a buffer of its own (slots 1...), so it can be handed to
-// the caller. Offsets in slot 0 are assigned once sizes are known (each
-// shape pass), greedy by size as in TFLite's arena planner: largest value
-// first, each at the lowest 64-byte-aligned offset that no value live at the
-// same time covers (sizes rounded up to 64 bytes from 1 KiB on, else to 16,
-// so large values sit on cache lines). A value is live from the step that
-// writes it to the last step that reads it, both included, so an op's output
-// shares memory with none of its inputs, with one exception (`in_place`): an
-// element-wise op (OpDef::fusible, z[i] from x[i] and y[i] or y[0]) writes
-// over its X when X is an intermediate of the output's dtype and size that
-// nothing reads after it; the two then hold one place in the arena (and
-// count once in lower_bound).
-struct MemoryPlan {
-    std::vector<std::size_t> slot_bytes;
-    std::vector<int> value_slot;          // per value: its buffer, -1 outside the arena
-    std::vector<std::size_t> value_offset;  // per value: its byte offset in that buffer
-    std::size_t arena_bytes = 0;      // all buffers: what the plan allocates for intermediates
-    std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
-    std::size_t lower_bound = 0;      // the most bytes live at once (largest simultaneous set)
-};
+                               std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars = nullptr);
 
 DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m);
 
+// The memory plan for concrete metas (see MemoryPlan).
 DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas,
                                       bool in_place = true);
+
+// The chains of consecutive element-wise host steps that can run as one
+// pass: each step reads the previous one's result and nothing else does.
+DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, const std::vector<VarMeta>& metas);
+
+// Completes a plan for concrete input shapes: `metas`/`known` as for
+// infer_plan. Fills the plan's shaped part (metas, kernels, memory, fusion,
+// packing); throws, leaving the plan as it was, when the shapes are
+// rejected.
+DLGRAPH_INLINE void shape_plan(ExecutionPlan& p, std::vector<VarMeta> metas, std::vector<bool> known,
+                               const DeviceContext* device, const PlanOptions& opts,
+                               const std::vector<Variable*>* vars = nullptr);
+
+// make_plan then shape_plan: the whole executable plan from the program, the
+// targets, the fed names with their metas, and the persistables' metas.
+DLGRAPH_INLINE ExecutionPlan plan_program(const ProgramDesc& program, std::span<const TargetRef> targets,
+                                          std::span<const std::string> fed, std::span<const VarMeta> fed_metas,
+                                          std::span<const VarMeta> persistable_metas, const DeviceContext* device,
+                                          const PlanOptions& opts = {});
 
 }  // namespace dlgraph
 
@@ -143,6 +219,272 @@ DLGRAPH_INLINE bool writes(const OpDesc& op, std::string_view v) {
     return false;
 }
 
+// The fed names, checked: each names a tensor variable, none twice.
+DLGRAPH_INLINE std::set<std::string, std::less<>> check_feeds(const BlockDesc& blk, std::span<const std::string> fed) {
+    std::set<std::string, std::less<>> fed_set(fed.begin(), fed.end());
+    for (auto& f : fed) {
+        auto* vd = blk.find_var(f);
+        if (!vd) throw feed_error("dlgraph.feed.unknown", "feed '" + f + "' names no variable of the program");
+        if (vd->type != VarType::LOD_TENSOR)
+            throw feed_error("dlgraph.feed.kind", "feed '" + f + "' is a " + std::string(var_type_name(vd->type)) +
+                                                      " variable; only tensors can be fed");
+    }
+    if (fed_set.size() != fed.size()) throw feed_error("dlgraph.feed.twice", "a variable is fed twice");
+    return fed_set;
+}
+
+DLGRAPH_INLINE const VarDesc& declared_var(const BlockDesc& blk, const std::string& name, const std::string& who) {
+    auto* vd = blk.find_var(name);
+    if (!vd) throw graph_error("dlgraph.graph.undeclared", who + ": variable '" + name + "' is not declared");
+    return *vd;
+}
+
+// Pass 1: the ops the targets need (by op index), and the persistables and
+// lists they read from the scope.
+struct pruned {
+    std::vector<bool> needed;
+    std::set<std::string, std::less<>> scope_reads;
+};
+
+DLGRAPH_INLINE pruned prune(const BlockDesc& blk, std::span<const TargetRef> targets,
+                            const std::set<std::string, std::less<>>& fed) {
+    const int nops = static_cast<int>(blk.ops.size());
+    pruned r{std::vector<bool>(static_cast<std::size_t>(nops), false), {}};
+    std::vector<int> work;
+    auto need_op = [&](int j) {
+        if (!r.needed[static_cast<std::size_t>(j)]) {
+            r.needed[static_cast<std::size_t>(j)] = true;
+            work.push_back(j);
+        }
+    };
+    // The value `name` as op `reader` (nops = after the last op) sees it.
+    auto resolve = [&](const std::string& name, int reader, const std::string& who) {
+        if (fed.count(name)) return;
+        const VarDesc& vd = declared_var(blk, name, who);
+        int j = reader - 1;
+        while (j >= 0 && !writes(blk.ops[static_cast<std::size_t>(j)], name)) --j;
+        if (vd.persistable || vd.type != VarType::LOD_TENSOR) {  // lists: set in the scope by the caller
+            if (j >= 0 && (!vd.persistable || j != initializer_of(blk, name))) need_op(j);
+            else r.scope_reads.insert(name);
+            return;
+        }
+        if (j >= 0) return need_op(j);
+        for (int k = reader; k < nops; ++k)
+            if (writes(blk.ops[static_cast<std::size_t>(k)], name))
+                throw graph_error("dlgraph.graph.cycle",
+                                  who + " reads '" + name + "', which only the later " +
+                                      op_label(blk.ops[static_cast<std::size_t>(k)], k) + " writes: the graph has a cycle");
+        throw feed_error("dlgraph.feed.missing",
+                         who + " needs '" + name + "', which is neither fed nor written by an earlier op: feed it");
+    };
+    for (auto& t : targets) {
+        if (t.var.empty()) {
+            if (t.op < 0 || t.op >= nops)
+                throw graph_error("dlgraph.graph.target", "target op #" + std::to_string(t.op) + " does not exist");
+            need_op(t.op);
+            continue;
+        }
+        const VarDesc& vd = declared_var(blk, t.var, "target");
+        if (t.op >= nops || (t.op >= 0 && !writes(blk.ops[static_cast<std::size_t>(t.op)], t.var)))
+            throw graph_error("dlgraph.graph.target",
+                              "target '" + t.var + "': op #" + std::to_string(t.op) + " does not write it");
+        if (fed.count(t.var)) continue;
+        if (vd.persistable && (t.op < 0 || t.op == initializer_of(blk, t.var))) r.scope_reads.insert(t.var);
+        else if (t.op >= 0) need_op(t.op);
+        else resolve(t.var, nops, "target '" + t.var + "'");
+    }
+    while (!work.empty()) {
+        const int i = work.back();
+        work.pop_back();
+        auto& op = blk.ops[static_cast<std::size_t>(i)];
+        for (auto& s : op.inputs)
+            for (auto& a : s.arguments) resolve(a, i, op_label(op, i));
+    }
+    return r;
+}
+
+// Pass 2: the needed ops as steps in program order, with their values, the
+// targets, the feeds and the scope reads.
+DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const pruned& pr,
+                              const std::set<std::string, std::less<>>& fed) {
+    std::map<std::string, int, std::less<>> index;
+    auto value = [&](const std::string& name) {
+        if (auto it = index.find(name); it != index.end()) return it->second;
+        const VarDesc& vd = declared_var(blk, name, "plan");
+        PlannedValue v;
+        v.name = name;
+        v.kind = fed.count(name)                                      ? ValueKind::feed
+                 : vd.persistable || vd.type != VarType::LOD_TENSOR ? ValueKind::persistable
+                                                                     : ValueKind::intermediate;
+        v.type = vd.type;
+        v.declared = {vd.data_type, Shape(vd.dims)};
+        plan.values.push_back(std::move(v));
+        const int k = static_cast<int>(plan.values.size()) - 1;
+        index.emplace(name, k);
+        return k;
+    };
+    for (int i = 0; i < static_cast<int>(blk.ops.size()); ++i) {
+        if (!pr.needed[static_cast<std::size_t>(i)]) continue;
+        auto& op = blk.ops[static_cast<std::size_t>(i)];
+        PlannedStep st;
+        st.op_index = i;
+        st.def = &lookup_op(op.type, op_path(0, i) + ".type");
+        st.attrs = normalize_attrs(*st.def, op, op_path(0, i));
+        st.label = op_label(op, i);
+        auto add_slots = [&](const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots,
+                             std::vector<int>& vals, std::vector<std::uint16_t>& off) {
+            off.push_back(0);
+            for (auto& sd : defs) {
+                for (auto& s : slots)
+                    if (s.parameter == sd.name)
+                        for (auto& a : s.arguments) vals.push_back(value(a));
+                off.push_back(static_cast<std::uint16_t>(vals.size()));
+            }
+        };
+        add_slots(st.def->inputs, op.inputs, st.ins, st.in_off);
+        add_slots(st.def->outputs, op.outputs, st.outs, st.out_off);
+        plan.steps.push_back(std::move(st));
+    }
+    for (auto& t : plan.targets) plan.target_values.push_back(t.var.empty() ? -1 : value(t.var));
+    for (auto& f : plan.fed) {
+        auto it = index.find(f);
+        plan.feed_values.push_back(it == index.end() ? -1 : it->second);
+    }
+    for (auto& n : pr.scope_reads) plan.scope_reads.push_back(value(n));
+}
+
+// The dtype that will choose step `st`'s kernel, from the declarations
+// (the session checks that what runs has the declared dtypes).
+DLGRAPH_INLINE DataType declared_kernel_dtype(const ExecutionPlan& p, const PlannedStep& st) {
+    const OpDef& d = *st.def;
+    if (d.kernel_slot >= 0 && st.in_off[static_cast<std::size_t>(d.kernel_slot)] <
+                                  st.in_off[static_cast<std::size_t>(d.kernel_slot) + 1])
+        return p.values[static_cast<std::size_t>(st.ins[st.in_off[static_cast<std::size_t>(d.kernel_slot)]])].declared.dtype;
+    if (d.kernel_slot < 0 && d.dtype_attr >= 0) return dtype_from_int(st.attrs[static_cast<std::size_t>(d.dtype_attr)].i);
+    return st.outs.empty() ? DataType::FP32 : p.values[static_cast<std::size_t>(st.outs[0])].declared.dtype;
+}
+
+// Pass 3: each step on the device when the device has a kernel for it and
+// it touches no list variable (those live in the scope, on the host).
+DLGRAPH_INLINE void place_steps(ExecutionPlan& plan, const DeviceContext& device) {
+    for (auto& st : plan.steps) {
+        bool lists = false;
+        for (auto* vals : {&st.ins, &st.outs})
+            for (int v : *vals) lists = lists || plan.values[static_cast<std::size_t>(v)].type != VarType::LOD_TENSOR;
+        st.place = !lists && device.kernel(*st.def, declared_kernel_dtype(plan, st)) ? Place::device : Place::host;
+    }
+}
+
+// Pass 4: copies. A value lives where its first writer runs (feeds on the
+// host, persistable tensors on the device). A step that reads a value
+// living elsewhere reads a copy made just before it, one per value and
+// place for as long as the value is not written again; a step that writes
+// a value living elsewhere writes a copy in its own place, which is then
+// copied back. Targets living on the device are copied to the host at the
+// end, and the copy is what the caller gets.
+DLGRAPH_INLINE void insert_copies(ExecutionPlan& plan, const std::string& device_name) {
+    const OpDef& h2d = lookup_op("memcpy_h2d", "planner");
+    const OpDef& d2h = lookup_op("memcpy_d2h", "planner");
+    const std::size_t nv = plan.values.size();
+    for (std::size_t v = 0; v < nv; ++v) {
+        PlannedValue& pv = plan.values[v];
+        pv.place = pv.kind == ValueKind::persistable && pv.type == VarType::LOD_TENSOR ? Place::device : Place::host;
+    }
+    std::vector<bool> placed(nv, false);
+    for (auto& st : plan.steps)
+        for (int v : st.outs)
+            if (plan.values[static_cast<std::size_t>(v)].kind == ValueKind::intermediate && !placed[static_cast<std::size_t>(v)]) {
+                plan.values[static_cast<std::size_t>(v)].place = st.place;
+                placed[static_cast<std::size_t>(v)] = true;
+            }
+    // copy[v][place]: a value holding v's current value in that place, or -1.
+    std::vector<std::array<int, num_places>> copy(nv, {-1, -1});
+    auto new_copy = [&](int v, Place where) {
+        PlannedValue c = plan.values[static_cast<std::size_t>(v)];
+        c.name += "@" + (where == Place::device ? device_name : std::string(cpu::name));
+        c.kind = ValueKind::intermediate;
+        c.place = where;
+        c.copy_of = v;
+        c.target = false;
+        plan.values.push_back(std::move(c));
+        return static_cast<int>(plan.values.size()) - 1;
+    };
+    auto copy_step = [&](int from, int to) {
+        PlannedStep c;
+        c.def = plan.values[static_cast<std::size_t>(to)].place == Place::device ? &h2d : &d2h;
+        c.place = Place::device;
+        c.ins = {from};
+        c.outs = {to};
+        c.in_off = {0, 1};
+        c.out_off = {0, 1};
+        c.label = std::string(c.def->type) + " (" + plan.values[static_cast<std::size_t>(from)].name + ")";
+        return c;
+    };
+    std::vector<PlannedStep> steps;
+    for (auto& st : plan.steps) {
+        std::vector<PlannedStep> after;
+        std::vector<std::pair<int, int>> local;  // value -> its copy this step uses
+        for (int& v : st.ins) {
+            if (plan.values[static_cast<std::size_t>(v)].place == st.place) continue;
+            int& c = copy[static_cast<std::size_t>(v)][static_cast<int>(st.place)];
+            if (c < 0) {
+                c = new_copy(v, st.place);
+                steps.push_back(copy_step(v, c));
+            }
+            local.emplace_back(v, c);
+            v = c;
+        }
+        for (int& v : st.outs) {
+            const int orig = v;
+            if (plan.values[static_cast<std::size_t>(orig)].place != st.place) {
+                auto it = std::find_if(local.begin(), local.end(), [&](auto& l) { return l.first == orig; });
+                v = it != local.end() ? it->second : new_copy(orig, st.place);  // in place: the copy it read
+                after.push_back(copy_step(v, orig));
+            }
+            copy[static_cast<std::size_t>(orig)] = {-1, -1};
+            if (v != orig) copy[static_cast<std::size_t>(orig)][static_cast<int>(st.place)] = v;
+        }
+        steps.push_back(std::move(st));
+        for (auto& c : after) steps.push_back(std::move(c));
+    }
+    for (int& v : plan.target_values) {
+        if (v < 0 || plan.values[static_cast<std::size_t>(v)].place == Place::host) continue;
+        int& c = copy[static_cast<std::size_t>(v)][static_cast<int>(Place::host)];
+        if (c < 0) {
+            c = new_copy(v, Place::host);
+            steps.push_back(copy_step(v, c));
+        }
+        v = c;
+    }
+    plan.steps = std::move(steps);
+}
+
+// Pass 5: who writes what, the first write and the last read of each value;
+// targets live to the end.
+DLGRAPH_INLINE void set_lifetimes(ExecutionPlan& plan) {
+    for (auto& pv : plan.values) {
+        pv.first_step = INT_MAX;
+        pv.last_step = -1;
+        pv.written = false;
+        pv.target = false;
+    }
+    for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
+        const PlannedStep& st = plan.steps[static_cast<std::size_t>(s)];
+        for (int v : st.ins) plan.values[static_cast<std::size_t>(v)].last_step = std::max(plan.values[static_cast<std::size_t>(v)].last_step, s);
+        for (int v : st.outs) {
+            PlannedValue& pv = plan.values[static_cast<std::size_t>(v)];
+            pv.written = true;
+            pv.first_step = std::min(pv.first_step, s);
+            pv.last_step = std::max(pv.last_step, s);
+        }
+    }
+    for (int v : plan.target_values)
+        if (v >= 0) {
+            plan.values[static_cast<std::size_t>(v)].target = true;
+            plan.values[static_cast<std::size_t>(v)].last_step = INT_MAX;
+        }
+}
+
 }  // namespace dlgraph::detail
 
 namespace dlgraph {
@@ -154,204 +496,37 @@ DLGRAPH_INLINE int initializer_of(const BlockDesc& b, std::string_view name) {
 }
 
 DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
-                                       std::span<const std::string> fed, DeviceKind device) {
+                                       std::span<const std::string> fed, const DeviceContext* device) {
     const BlockDesc& blk = program.blocks.at(0);
-    const int nops = static_cast<int>(blk.ops.size());
     ExecutionPlan plan;
     plan.targets.assign(targets.begin(), targets.end());
     plan.fed.assign(fed.begin(), fed.end());
+    plan.device = device ? std::string(device->name()) : std::string(cpu::name);
+    plan.has_device = device != nullptr;
     if (targets.empty()) throw graph_error("dlgraph.graph.target", "nothing to evaluate: no targets given");
-
-    std::set<std::string, std::less<>> fed_set(fed.begin(), fed.end());
-    for (auto& f : fed) {
-        auto* vd = blk.find_var(f);
-        if (!vd) throw feed_error("dlgraph.feed.unknown", "feed '" + f + "' names no variable of the program");
-        if (vd->type != VarType::LOD_TENSOR)
-            throw feed_error("dlgraph.feed.kind", "feed '" + f + "' is a " + std::string(var_type_name(vd->type)) +
-                                                      " variable; only tensors can be fed");
+    const auto fed_set = detail::check_feeds(blk, fed);
+    detail::add_steps(plan, blk, detail::prune(blk, targets, fed_set), fed_set);
+    if (device) {
+        detail::place_steps(plan, *device);
+        detail::insert_copies(plan, plan.device);
     }
-    if (fed_set.size() != fed.size()) throw feed_error("dlgraph.feed.twice", "a variable is fed twice");
-
-    std::vector<bool> needed(static_cast<std::size_t>(nops), false);
-    std::vector<int> work;
-    std::set<std::string, std::less<>> scope_reads;
-    auto need_op = [&](int j) {
-        if (!needed[static_cast<std::size_t>(j)]) {
-            needed[static_cast<std::size_t>(j)] = true;
-            work.push_back(j);
-        }
-    };
-    auto declared = [&](const std::string& name, const std::string& who) -> const VarDesc& {
-        auto* vd = blk.find_var(name);
-        if (!vd) throw graph_error("dlgraph.graph.undeclared", who + ": variable '" + name + "' is not declared");
-        return *vd;
-    };
-    // The value `name` as op `reader` (nops = after the last op) sees it.
-    auto resolve = [&](const std::string& name, int reader, const std::string& who) {
-        if (fed_set.count(name)) return;
-        const VarDesc& vd = declared(name, who);
-        int j = reader - 1;
-        while (j >= 0 && !detail::writes(blk.ops[static_cast<std::size_t>(j)], name)) --j;
-        if (vd.persistable) {
-            if (j >= 0 && j != initializer_of(blk, name)) need_op(j);
-            else scope_reads.insert(name);
-            return;
-        }
-        if (vd.type != VarType::LOD_TENSOR) {  // a feed or fetch list: set in the scope by the caller
-            if (j >= 0) need_op(j);
-            else scope_reads.insert(name);
-            return;
-        }
-        if (j >= 0) return need_op(j);
-        for (int k = reader; k < nops; ++k)
-            if (detail::writes(blk.ops[static_cast<std::size_t>(k)], name))
-                throw graph_error("dlgraph.graph.cycle",
-                                  who + " reads '" + name + "', which only the later " +
-                                      op_label(blk.ops[static_cast<std::size_t>(k)], k) +
-                                      " writes: the graph has a cycle");
-        throw feed_error("dlgraph.feed.missing", who + " needs '" + name +
-                                                     "', which is neither fed nor written by an earlier op: feed it");
-    };
-
-    for (auto& t : targets) {
-        if (t.var.empty()) {
-            if (t.op < 0 || t.op >= nops)
-                throw graph_error("dlgraph.graph.target", "target op #" + std::to_string(t.op) + " does not exist");
-            need_op(t.op);
-            continue;
-        }
-        const VarDesc& vd = declared(t.var, "target");
-        if (t.op >= nops || (t.op >= 0 && !detail::writes(blk.ops[static_cast<std::size_t>(t.op)], t.var)))
-            throw graph_error("dlgraph.graph.target", "target '" + t.var + "': op #" + std::to_string(t.op) +
-                                                          " does not write it");
-        if (fed_set.count(t.var)) continue;
-        if (vd.persistable && (t.op < 0 || t.op == initializer_of(blk, t.var))) {
-            scope_reads.insert(t.var);
-        } else if (t.op >= 0) {
-            need_op(t.op);
-        } else {
-            resolve(t.var, nops, "target '" + t.var + "'");
-        }
-    }
-    while (!work.empty()) {
-        int i = work.back();
-        work.pop_back();
-        auto& op = blk.ops[static_cast<std::size_t>(i)];
-        for (auto& s : op.inputs)
-            for (auto& a : s.arguments) resolve(a, i, op_label(op, i));
-    }
-
-    // Values and steps, in program order.
-    std::map<std::string, int, std::less<>> index;
-    auto value = [&](const std::string& name) {
-        auto it = index.find(name);
-        if (it != index.end()) return it->second;
-        const VarDesc& vd = declared(name, "plan");
-        PlannedValue v;
-        v.name = name;
-        v.kind = fed_set.count(name)                                  ? ValueKind::feed
-                 : vd.persistable || vd.type != VarType::LOD_TENSOR ? ValueKind::persistable
-                                                                     : ValueKind::intermediate;
-        v.type = vd.type;
-        v.declared = {vd.data_type, Shape(vd.dims)};
-        plan.values.push_back(std::move(v));
-        int k = static_cast<int>(plan.values.size()) - 1;
-        index.emplace(name, k);
-        return k;
-    };
-    for (int i = 0; i < nops; ++i) {
-        if (!needed[static_cast<std::size_t>(i)]) continue;
-        auto& op = blk.ops[static_cast<std::size_t>(i)];
-        PlannedStep st;
-        st.op_index = i;
-        st.def = &lookup_op(op.type, op_path(0, i) + ".type");
-        st.device = device;
-        st.attrs = normalize_attrs(*st.def, op, op_path(0, i));
-        st.label = op_label(op, i);
-        const int s = static_cast<int>(plan.steps.size());
-        st.in_off.push_back(0);
-        for (auto& sd : st.def->inputs) {
-            if (auto* sl = op.input(sd.name))
-                for (auto& a : sl->arguments) {
-                    int v = value(a);
-                    st.ins.push_back(v);
-                    plan.values[static_cast<std::size_t>(v)].last_step = std::max(plan.values[static_cast<std::size_t>(v)].last_step, s);
-                }
-            st.in_off.push_back(static_cast<std::uint16_t>(st.ins.size()));
-        }
-        st.out_off.push_back(0);
-        for (auto& sd : st.def->outputs) {
-            if (auto* sl = op.output(sd.name))
-                for (auto& a : sl->arguments) {
-                    int v = value(a);
-                    auto& pv = plan.values[static_cast<std::size_t>(v)];
-                    st.outs.push_back(v);
-                    pv.written = true;
-                    pv.first_step = std::min(pv.first_step, s);
-                    pv.last_step = std::max(pv.last_step, s);
-                }
-            st.out_off.push_back(static_cast<std::uint16_t>(st.outs.size()));
-        }
-        plan.steps.push_back(std::move(st));
-    }
-    for (auto& t : targets) {
-        if (t.var.empty()) {
-            plan.target_values.push_back(-1);
-            continue;
-        }
-        int v = value(t.var);
-        plan.values[static_cast<std::size_t>(v)].target = true;
-        plan.values[static_cast<std::size_t>(v)].last_step = INT_MAX;
-        plan.target_values.push_back(v);
-    }
-    for (auto& f : fed) {
-        auto it = index.find(f);
-        plan.feed_values.push_back(it == index.end() ? -1 : it->second);
-    }
-    for (auto& n : scope_reads) plan.scope_reads.push_back(value(n));
-
-    // Memory plan: intermediates share arena slots when lifetimes do not
-    // overlap; a target has a slot of its own, kept to the end.
-    std::vector<int> free_slots;
-    std::vector<bool> released(plan.values.size(), false);
-    for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
-        auto& st = plan.steps[static_cast<std::size_t>(s)];
-        for (int v : st.outs) {
-            auto& pv = plan.values[static_cast<std::size_t>(v)];
-            if (pv.kind != ValueKind::intermediate || pv.slot >= 0) continue;
-            // A target keeps a slot of its own, so its buffer can be handed
-            // to the caller (see Session::eval_into) without touching others.
-            if (!free_slots.empty() && !pv.target) {
-                pv.slot = free_slots.back();
-                free_slots.pop_back();
-            } else {
-                pv.slot = plan.num_slots++;
-            }
-        }
-        auto release = [&](int v) {
-            auto& pv = plan.values[static_cast<std::size_t>(v)];
-            if (pv.kind == ValueKind::intermediate && pv.slot >= 0 && pv.last_step == s && !pv.target &&
-                !released[static_cast<std::size_t>(v)]) {
-                free_slots.push_back(pv.slot);
-                released[static_cast<std::size_t>(v)] = true;
-            }
-        };
-        for (int v : st.ins) release(v);
-        for (int v : st.outs) release(v);
-    }
+    detail::set_lifetimes(plan);
     return plan;
 }
 
 DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
-                               std::vector<DataType>& kernel_dtypes, DeviceKind device, std::string_view device_name,
-                               const std::vector<Variable*>* vars) {
+                               std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars) {
     kernel_dtypes.assign(p.steps.size(), DataType::FP32);
+    std::vector<const VarMeta*> ins;
+    std::vector<const Variable*> in_vars;
+    std::vector<VarMeta> outs;
+    std::vector<VarMeta*> outp;
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
-        std::vector<const VarMeta*> ins;
-        std::vector<const Variable*> in_vars;
-        std::vector<VarMeta> outs;
-        std::vector<VarMeta*> outp;
+        ins.clear();
+        in_vars.clear();
+        outs.clear();
+        outp.clear();
         for (int v : st.ins) {
             ins.push_back(&metas[static_cast<std::size_t>(v)]);
             if (vars) in_vars.push_back((*vars)[static_cast<std::size_t>(v)]);
@@ -384,10 +559,8 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
             metas[v] = outs[k];
             known[v] = true;
         }
-        const DataType kt = kernel_dtype(*st.def, ctx, st.attrs.data());
-        (void)device_name;
-        check_kernel(*st.def, kt, st.label, device, false);
-        kernel_dtypes[s] = kt;
+        kernel_dtypes[s] = kernel_dtype(*st.def, ctx, st.attrs.data());
+        if (!st.is_copy()) check_kernel(*st.def, kernel_dtypes[s], st.label);
     }
 }
 
@@ -395,48 +568,87 @@ DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m) {
     return m.shape.known() ? static_cast<std::size_t>(m.shape.numel()) * dtype_size(m.dtype) : 0;
 }
 
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+// in_place: host[v] is the value whose memory v takes over, or -1.
+DLGRAPH_INLINE std::vector<int> in_place_hosts(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+    std::vector<int> host(p.values.size(), -1);
+    auto shared_value = [&](std::size_t v) { return p.values[v].in_arena() && !p.values[v].target; };
+    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
+        const PlannedStep& st = p.steps[static_cast<std::size_t>(s)];
+        if (!st.def->fusible.arity || st.outs.empty() || st.ins.empty() || st.in_off[1] == st.in_off[0]) continue;
+        const auto o = static_cast<std::size_t>(st.outs[0]), x = static_cast<std::size_t>(st.ins[st.in_off[0]]);
+        if (!shared_value(o) || !shared_value(x) || p.values[x].last_step != s || p.values[x].first_step >= s) continue;
+        if (p.values[x].place != p.values[o].place) continue;
+        if (metas[x].dtype != metas[o].dtype || meta_bytes(metas[x]) != meta_bytes(metas[o]) || !meta_bytes(metas[o]))
+            continue;
+        host[o] = static_cast<int>(x);
+    }
+    return host;
+}
+
+// Greedy placement by size in one shared buffer (TFLite's arena planner).
+struct arena_item {
+    int v;
+    std::size_t bytes, offset;
+    int first, last;
+};
+DLGRAPH_INLINE std::size_t place_items(std::vector<arena_item>& items) {
+    std::stable_sort(items.begin(), items.end(), [](const arena_item& a, const arena_item& b) { return a.bytes > b.bytes; });
+    std::vector<const arena_item*> placed, overlapping;
+    std::size_t total = 0;
+    for (auto& it : items) {
+        overlapping.clear();
+        for (const arena_item* q : placed)
+            if (!(q->last < it.first || it.last < q->first)) overlapping.push_back(q);
+        std::sort(overlapping.begin(), overlapping.end(),
+                  [](const arena_item* a, const arena_item* b) { return a->offset < b->offset; });
+        std::size_t at = 0;
+        for (const arena_item* q : overlapping) {
+            if (q->offset >= at + it.bytes) break;  // the gap before q fits
+            at = std::max(at, q->offset + q->bytes);
+        }
+        it.offset = at;
+        placed.push_back(&it);
+        total = std::max(total, at + it.bytes);
+    }
+    return total;
+}
+
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
 DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas, bool in_place) {
     MemoryPlan m;
     const std::size_t nv = p.values.size();
     m.value_slot.assign(nv, -1);
     m.value_offset.assign(nv, 0);
-    m.slot_bytes.push_back(0);
-    auto shared_value = [&](std::size_t v) {
-        const PlannedValue& pv = p.values[v];
-        return pv.kind == ValueKind::intermediate && pv.slot >= 0 && !pv.target;
-    };
-    // host[v]: the value whose memory v takes over (in place), or -1.
-    std::vector<int> host(nv, -1);
-    for (int s = 0; in_place && s < static_cast<int>(p.steps.size()); ++s) {
-        const PlannedStep& st = p.steps[static_cast<std::size_t>(s)];
-        if (!st.def->fusible.arity || st.outs.empty() || st.ins.empty() || st.in_off[1] == st.in_off[0]) continue;
-        const auto o = static_cast<std::size_t>(st.outs[0]), x = static_cast<std::size_t>(st.ins[st.in_off[0]]);
-        if (!shared_value(o) || !shared_value(x) || p.values[x].last_step != s || p.values[x].first_step >= s) continue;
-        if (metas[x].dtype != metas[o].dtype || meta_bytes(metas[x]) != meta_bytes(metas[o]) || !meta_bytes(metas[o]))
-            continue;
-        host[o] = static_cast<int>(x);
+    const int nshared = p.has_device ? 2 : 1;  // slot i: the buffer shared on place i
+    for (int s = 0; s < nshared; ++s) {
+        m.slot_bytes.push_back(0);
+        m.slot_place.push_back(static_cast<Place>(s));
     }
-    // Values that share memory form chains x -> o -> ...; each chain is
-    // placed once, by its first value, live over the union of its members.
-    struct item {
-        int v;
-        std::size_t bytes, offset;
-        int first, last;
-    };
-    std::vector<item> shared;
-    std::vector<int> root(nv, -1);
+    const std::vector<int> host = in_place ? detail::in_place_hosts(p, metas) : std::vector<int>(nv, -1);
     auto root_of = [&](std::size_t v) {
         while (host[v] >= 0) v = static_cast<std::size_t>(host[v]);
         return v;
     };
+    // Values that share memory form chains x -> o -> ...; each chain is
+    // placed once, by its first value, live over the union of its members.
+    std::vector<std::vector<detail::arena_item>> items(static_cast<std::size_t>(nshared));
+    std::vector<int> root(nv, -1), item_of(nv, -1);
     for (std::size_t v = 0; v < nv; ++v) {
         const PlannedValue& pv = p.values[v];
-        if (pv.kind != ValueKind::intermediate || pv.slot < 0) continue;
+        if (!pv.in_arena()) continue;
         const std::size_t bytes = meta_bytes(metas[v]);
-        m.unshared_bytes += bytes;
+        m.figures[static_cast<int>(pv.place)].unshared_bytes += bytes;
         if (pv.target) {
             m.value_slot[v] = static_cast<int>(m.slot_bytes.size());
             m.slot_bytes.push_back(bytes);
+            m.slot_place.push_back(pv.place);
             continue;
         }
         root[v] = static_cast<int>(root_of(v));
@@ -444,55 +656,230 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         // Cache-line aligned from 1 KiB on (a vector load across two lines
         // costs streaming kernels); small values pack at 16 bytes.
         const std::size_t align = bytes >= 1024 ? buffer_alignment : 16;
-        const std::size_t rounded = (bytes + align - 1) / align * align;
-        shared.push_back({static_cast<int>(v), rounded, 0, pv.first_step, std::max(pv.last_step, pv.first_step)});
+        auto& list = items[static_cast<std::size_t>(pv.place)];
+        item_of[v] = static_cast<int>(list.size());
+        list.push_back({static_cast<int>(v), (bytes + align - 1) / align * align, 0, pv.first_step,
+                        std::max(pv.last_step, pv.first_step)});
     }
-    std::vector<int> item_of(nv, -1);
-    for (std::size_t i = 0; i < shared.size(); ++i) item_of[static_cast<std::size_t>(shared[i].v)] = static_cast<int>(i);
     for (std::size_t v = 0; v < nv; ++v)  // a chain is live until its last member dies
         if (host[v] >= 0) {
-            item& it = shared[static_cast<std::size_t>(item_of[static_cast<std::size_t>(root[v])])];
+            const auto r = static_cast<std::size_t>(root[v]);
+            auto& it = items[static_cast<std::size_t>(p.values[r].place)][static_cast<std::size_t>(item_of[r])];
             it.last = std::max({it.last, p.values[v].last_step, p.values[v].first_step});
         }
-    std::stable_sort(shared.begin(), shared.end(), [](const item& a, const item& b) { return a.bytes > b.bytes; });
-    std::vector<const item*> placed, overlapping;
-    for (auto& it : shared) {
-        overlapping.clear();
-        for (const item* q : placed)
-            if (!(q->last < it.first || it.last < q->first)) overlapping.push_back(q);
-        std::sort(overlapping.begin(), overlapping.end(), [](const item* a, const item* b) { return a->offset < b->offset; });
-        std::size_t at = 0;
-        for (const item* q : overlapping) {
-            if (q->offset >= at + it.bytes) break;  // the gap before q fits
-            at = std::max(at, q->offset + q->bytes);
+    for (int s = 0; s < nshared; ++s) {
+        auto& list = items[static_cast<std::size_t>(s)];
+        m.slot_bytes[static_cast<std::size_t>(s)] = detail::place_items(list);
+        for (auto& it : list) {
+            m.value_slot[static_cast<std::size_t>(it.v)] = s;
+            m.value_offset[static_cast<std::size_t>(it.v)] = it.offset;
         }
-        it.offset = at;
-        placed.push_back(&it);
-        m.value_offset[static_cast<std::size_t>(it.v)] = at;
-        m.slot_bytes[0] = std::max(m.slot_bytes[0], at + it.bytes);
     }
     for (std::size_t v = 0; v < nv; ++v)
-        if (root[v] >= 0) {
-            m.value_slot[v] = 0;
+        if (root[v] >= 0 && host[v] >= 0) {
+            m.value_slot[v] = m.value_slot[static_cast<std::size_t>(root[v])];
             m.value_offset[v] = m.value_offset[static_cast<std::size_t>(root[v])];
         }
-    for (auto b : m.slot_bytes) m.arena_bytes += b;
+    for (std::size_t s = 0; s < m.slot_bytes.size(); ++s)
+        m.figures[static_cast<int>(m.slot_place[s])].arena_bytes += m.slot_bytes[s];
     // The bound counts a chain of values that share memory once: while two
     // of them are live (the step that writes one over the other), both are
     // the same bytes.
     for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
-        std::size_t live = 0;
+        std::array<std::size_t, num_places> live{};
         for (std::size_t v = 0; v < nv; ++v) {
             const PlannedValue& pv = p.values[v];
-            if (pv.kind == ValueKind::intermediate && pv.first_step <= s &&
-                (std::max(pv.last_step, pv.first_step) >= s || pv.target)) {
+            if (pv.in_arena() && pv.first_step <= s && (std::max(pv.last_step, pv.first_step) >= s || pv.target)) {
                 const bool hosted_here = host[v] >= 0 && pv.first_step == s;  // its host is live and counted
-                if (!hosted_here) live += meta_bytes(metas[v]);
+                if (!hosted_here) live[static_cast<int>(pv.place)] += meta_bytes(metas[v]);
             }
         }
-        m.lower_bound = std::max(m.lower_bound, live);
+        for (int pl = 0; pl < num_places; ++pl)
+            m.figures[pl].lower_bound = std::max(m.figures[pl].lower_bound, live[static_cast<std::size_t>(pl)]);
     }
     return m;
+}
+
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+// How tensor meta `t` can be an operand of an op whose output has shape
+// `out` (`axis`: the op's axis attribute); false when a chain cannot take it.
+DLGRAPH_INLINE bool classify_operand(const VarMeta& t, const Shape& out, std::int64_t axis, FusedOperand& o,
+                                     std::int64_t& row) {
+    const Shape& s = t.shape;
+    if (s == out || (s.numel() == out.numel() && axis == -1 && s.rank() <= out.rank())) {
+        // Same elements in the same order (leading unit dims aside).
+        bool same = true;
+        for (int i = 1; i <= s.rank() && same; ++i) same = s[s.rank() - i] == out[out.rank() - i];
+        if (same) {
+            o = FusedOperand::full;
+            return true;
+        }
+    }
+    if (s.numel() == 1) {
+        o = FusedOperand::scalar;
+        return true;
+    }
+    // A row: s without its leading unit dims equals out's trailing dims.
+    int lead = 0;
+    while (lead < s.rank() && s[lead] == 1) ++lead;
+    const int rr = s.rank() - lead;
+    if (rr == 0 || rr > out.rank() || (axis != -1 && axis != out.rank() - rr)) return false;
+    for (int i = 0; i < rr; ++i)
+        if (s[lead + i] != out[out.rank() - rr + i]) return false;
+    if (row != 0 && row != s.numel()) return false;  // one period per chain
+    row = s.numel();
+    o = FusedOperand::row;
+    return true;
+}
+
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
+DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+    std::vector<FusedChainPlan> chains;
+    std::vector<int> uses(p.values.size(), 0);
+    for (auto& st : p.steps)
+        for (int v : st.ins) ++uses[static_cast<std::size_t>(v)];
+    // A step that may take part: a fusible op on the host, FP32/FP64, one output.
+    auto fusible = [&](std::size_t s) {
+        const PlannedStep& st = p.steps[s];
+        return st.place == Place::host && st.def->fusible.arity != 0 && st.outs.size() == 1 &&
+               st.def->fusible.fn(metas[static_cast<std::size_t>(st.outs[0])].dtype) != nullptr;
+    };
+    // The running value `prev` may stay in the cache if only step s reads it.
+    auto private_to = [&](int prev, std::size_t s) {
+        const PlannedValue& pv = p.values[static_cast<std::size_t>(prev)];
+        int reads = 0;
+        for (int v : p.steps[s].ins) reads += v == prev;
+        return pv.kind == ValueKind::intermediate && !pv.target && uses[static_cast<std::size_t>(prev)] == reads;
+    };
+    std::size_t s = 0;
+    while (s < p.steps.size()) {
+        if (!fusible(s)) {
+            ++s;
+            continue;
+        }
+        // Grow a chain from s while the next step reads only-here values.
+        FusedChainPlan chain;
+        const VarMeta& om = metas[static_cast<std::size_t>(p.steps[s].outs[0])];
+        std::size_t e = s;  // last step in the chain
+        int prev = -1;
+        for (std::size_t t = s; t < p.steps.size() && fusible(t); ++t) {
+            const PlannedStep& st = p.steps[t];
+            const VarMeta& m = metas[static_cast<std::size_t>(st.outs[0])];
+            if (m.dtype != om.dtype || !(m.shape == om.shape)) break;
+            if (t > s && !private_to(prev, t)) break;
+            std::array<FusedOperand, 2> ops{FusedOperand::running, FusedOperand::running};
+            const std::int64_t axis = st.def->fusible.arity == 2 ? st.attrs[0].i : -1;
+            bool ok = true;
+            std::int64_t row = chain.row;
+            for (int k = 0; k < st.def->fusible.arity && ok; ++k) {
+                const int v = st.ins[st.in_off[static_cast<std::size_t>(k)]];
+                if (t == s || v != prev)
+                    ok = detail::classify_operand(metas[static_cast<std::size_t>(v)], m.shape, axis,
+                                                  ops[static_cast<std::size_t>(k)], row);
+            }
+            if (!ok) break;
+            chain.row = row;
+            chain.operands.push_back(ops);
+            prev = st.outs[0];
+            e = t;
+        }
+        if (e == s) {  // a single op gains nothing
+            ++s;
+            continue;
+        }
+        chain.first = static_cast<int>(s);
+        chain.last = static_cast<int>(e);
+        chains.push_back(std::move(chain));
+        s = e + 1;
+    }
+    return chains;
+}
+
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+// Pass: the host steps whose weight (OpDef::prepack_input: a persistable the
+// plan only reads) is worth keeping packed, and the bytes each packing takes.
+DLGRAPH_INLINE std::vector<PackedWeight> plan_packing(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+    std::vector<PackedWeight> out;
+    std::vector<Tensor> shapes;  // tensors with the steps' shapes and no data
+    std::vector<const Tensor*> ins;
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        const PlannedStep& st = p.steps[s];
+        const int slot = st.def->prepack_input;
+        if (st.place != Place::host || !st.def->prepack || st.in_off[static_cast<std::size_t>(slot) + 1] == st.in_off[static_cast<std::size_t>(slot)])
+            continue;
+        const PlannedValue& w = p.values[static_cast<std::size_t>(st.ins[st.in_off[static_cast<std::size_t>(slot)]])];
+        if (w.kind != ValueKind::persistable || w.written) continue;
+        shapes.clear();
+        ins.clear();
+        for (int v : st.ins)
+            shapes.push_back(Tensor::borrow(metas[static_cast<std::size_t>(v)].dtype, metas[static_cast<std::size_t>(v)].shape, nullptr));
+        for (auto& t : shapes) ins.push_back(&t);
+        KernelContext ctx;
+        ctx.in_ = {ins.data(), st.in_off.data()};
+        ctx.attrs = st.attrs.data();
+        if (const std::size_t bytes = st.def->prepack(ctx, nullptr)) out.push_back({static_cast<int>(s), bytes});
+    }
+    return out;
+}
+
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
+DLGRAPH_INLINE void shape_plan(ExecutionPlan& p, std::vector<VarMeta> metas, std::vector<bool> known,
+                               const DeviceContext* device, const PlanOptions& opts,
+                               const std::vector<Variable*>* vars) {
+    std::vector<DataType> kernel_dtypes;
+    infer_plan(p, metas, known, kernel_dtypes, vars);
+    std::vector<KernelFn> kernels(p.steps.size(), nullptr);
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        const PlannedStep& st = p.steps[s];
+        if (st.is_copy()) continue;
+        kernels[s] = st.place == Place::device ? device->kernel(*st.def, kernel_dtypes[s]) : st.def->kernel(kernel_dtypes[s]);
+        if (!kernels[s])  // placed by declared dtypes; what ran differs
+            throw type_error("dlgraph.type.kernel", st.label + ": no " + std::string(st.place == Place::device ? p.device : "cpu") +
+                                                        " kernel for " + to_string(kernel_dtypes[s]));
+    }
+    MemoryPlan memory = plan_memory(p, metas, opts.in_place);
+    std::vector<FusedChainPlan> fused = opts.fuse ? plan_fusion(p, metas) : std::vector<FusedChainPlan>{};
+    std::vector<PackedWeight> packed = opts.prepack ? detail::plan_packing(p, metas) : std::vector<PackedWeight>{};
+    // Nothing threw: commit.
+    p.metas = std::move(metas);
+    p.kernel_dtypes = std::move(kernel_dtypes);
+    p.kernels = std::move(kernels);
+    p.memory = std::move(memory);
+    p.fused = std::move(fused);
+    p.packed = std::move(packed);
+    p.shaped = true;
+}
+
+DLGRAPH_INLINE ExecutionPlan plan_program(const ProgramDesc& program, std::span<const TargetRef> targets,
+                                          std::span<const std::string> fed, std::span<const VarMeta> fed_metas,
+                                          std::span<const VarMeta> persistable_metas, const DeviceContext* device,
+                                          const PlanOptions& opts) {
+    ExecutionPlan p = make_plan(program, targets, fed, device);
+    std::vector<VarMeta> metas(p.values.size());
+    std::vector<bool> known(p.values.size(), false);
+    for (std::size_t i = 0; i < p.feed_values.size() && i < fed_metas.size(); ++i)
+        if (const int v = p.feed_values[i]; v >= 0) {
+            metas[static_cast<std::size_t>(v)] = fed_metas[i];
+            known[static_cast<std::size_t>(v)] = true;
+        }
+    for (std::size_t i = 0; i < p.scope_reads.size() && i < persistable_metas.size(); ++i) {
+        metas[static_cast<std::size_t>(p.scope_reads[i])] = persistable_metas[i];
+        known[static_cast<std::size_t>(p.scope_reads[i])] = true;
+    }
+    shape_plan(p, std::move(metas), std::move(known), device, opts);
+    return p;
 }
 
 }  // namespace dlgraph

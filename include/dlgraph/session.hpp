@@ -1,9 +1,13 @@
-// Session<Device>: owns one root scope and evaluates targets with feeds.
-// Each (targets, fed names) is planned once and cached together with its own
-// child scope (feeds shadow the root's variables there; intermediates live
-// there, bound to the plan's arena). A run re-infers shapes only when a
-// feed's or a parameter's shape changed; otherwise it copies feeds in, calls
-// each step's kernel through a prepared context and copies targets out.
+// Session<Device>: owns one root scope (and, for a device, its context) and
+// evaluates targets with feeds. Each (targets, fed names) is planned once
+// (make_plan) and cached together with its own child scope (feeds shadow the
+// root's variables there; intermediates live there, bound to the plan's
+// arena). A run reshapes the plan (shape_plan) only when a feed's or a
+// parameter's shape changed; otherwise it binds feeds, calls each step's
+// kernel through a prepared context and hands targets out. With a device,
+// steps queue work on it, the session waits for it only where a host step
+// follows device work and once at the end, and persistables live in device
+// memory.
 #pragma once
 
 #include <chrono>
@@ -19,6 +23,15 @@
 namespace dlgraph {
 
 namespace detail {
+// The kernels of the copies the planner inserts (memcpy_h2d, memcpy_d2h),
+// queued on the session's device.
+inline void copy_to_device(const KernelContext& c) {
+    if (c.in(0).bytes()) c.device->to_device(c.out(0).raw(), c.in(0).raw(), c.in(0).bytes());
+}
+inline void copy_to_host(const KernelContext& c) {
+    if (c.in(0).bytes()) c.device->to_host(c.out(0).raw(), c.in(0).raw(), c.in(0).bytes());
+}
+
 struct program_state {
     ProgramDesc desc;
     std::uint64_t revision = 0;
@@ -94,7 +107,7 @@ struct SessionOptions {
 template <device_policy Device = cpu>
 class Session {
 public:
-    explicit Session(ProgramDesc desc, SessionOptions opts = {}) : opts_(opts) {
+    explicit Session(ProgramDesc desc, SessionOptions opts = {}) : opts_(opts), device_(Device::make_context()) {
         validate(desc);
         auto state = std::make_shared<detail::program_state>();
         state->desc = std::move(desc);
@@ -103,7 +116,7 @@ public:
     // Shares a program that a builder may keep extending; the session sees
     // new ops on its next call.
     explicit Session(std::shared_ptr<const detail::program_state> program, SessionOptions opts = {})
-        : program_(std::move(program)), opts_(opts) {}
+        : program_(std::move(program)), opts_(opts), device_(Device::make_context()) {}
 
     // A session over a builder Program (shared: ops appended later are seen).
     template <class P>
@@ -160,7 +173,8 @@ public:
     }
 
     // The memory plan of `plan(targets, fed)` for the shapes of its last run:
-    // arena slots, their total and the lower bound (see plan_memory).
+    // arena slots, and per place their total and the lower bound (see
+    // plan_memory).
     MemoryPlan memory_plan(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // The step ranges [first, last] of `plan(targets, fed)` that the last run
@@ -171,8 +185,12 @@ public:
     // packed (SessionOptions::prepack; empty before the first run).
     std::vector<int> packed_steps(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
-    // The cached plan for these targets and fed names (planned if needed).
+    // The cached plan for these targets and fed names (planned if needed;
+    // shaped once it has run).
     const ExecutionPlan& plan(std::span<const TargetRef> targets, std::span<const std::string> fed);
+
+    // The session's device context; null for Session<cpu>.
+    DeviceContext* device() const { return device_.get(); }
 
     // The session's root scope: persistable variables live here.
     Scope& scope() {
@@ -194,14 +212,13 @@ public:
 
 private:
     struct bound_plan {
-        ExecutionPlan plan;
+        ExecutionPlan plan;                    // shaped by the last shape pass
         std::uint64_t revision = 0;
         Scope* local = nullptr;                // child of root: feeds and intermediates
         std::vector<Tensor*> tensors;          // per value (a placeholder for list values)
         std::vector<Variable*> vars;           // per value
         Tensor placeholder;                    // stands for list values in tensor slots
         bool reshape_every_run = false;        // list inputs: their shapes are not in the signature
-        std::vector<VarMeta> metas;            // per value, after the last shape pass
         std::vector<VarMeta> signature;        // metas of inputs (feeds, scope reads) at that pass
         std::vector<int> inputs;               // values whose metas form the signature
         std::vector<const Tensor*> in_ptrs;    // flat, all steps
@@ -209,10 +226,12 @@ private:
         std::vector<Variable*> in_var_ptrs;
         std::vector<Variable*> out_var_ptrs;
         std::vector<std::pair<KernelFn, KernelContext>> steps;
-        std::vector<std::shared_ptr<Buffer>> arena;  // per slot of the last shape pass's memory plan
-        std::vector<int> value_slot;                 // per value: its arena slot, or -1
+        std::vector<std::shared_ptr<Buffer>> arena;  // per slot of the memory plan
         std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
         std::vector<Variable*> written_persistables;              // touched after each run
+        std::vector<int> device_reads;         // scope reads that live on the device
+        std::vector<std::uint8_t> wait_before; // per step: a host step after device work waits for it
+        bool wait_at_end = false;              // device work is queued after the last host step
         struct packed_input {
             std::size_t step;
             const Variable* var;      // the persistable packed (OpDef::prepack_input)
@@ -220,7 +239,7 @@ private:
             std::unique_ptr<Buffer> buf;
         };
         std::vector<packed_input> packed;  // set as the steps' ctx.packed
-        bool shaped = false;
+        KernelFault fault;                 // what the steps' kernels report
     };
 
     void check_open() const {
@@ -230,11 +249,12 @@ private:
     void eval_into_impl(std::span<const TargetRef> targets, std::span<const Feed> feeds, std::span<Tensor> out,
                         std::vector<std::chrono::nanoseconds>* step_time);
 
+    // The same names both ways (feeds naming one variable twice never match).
     static bool same_fed(const ExecutionPlan& p, std::span<const Feed> feeds) {
         if (p.fed.size() != feeds.size()) return false;
-        for (auto& f : feeds) {
+        for (auto& n : p.fed) {
             bool found = false;
-            for (auto& n : p.fed) found = found || n == f.name();
+            for (auto& f : feeds) found = found || n == f.name();
             if (!found) return false;
         }
         return true;
@@ -261,14 +281,22 @@ private:
     // Puts the feeds into the plan's local variables.
     void bind_feeds(bound_plan& bp, std::span<const Feed> feeds);
 
-    // Infers every value's shape for the current inputs, checks them, and
-    // (only when all of that succeeded) sizes the arena and binds tensors.
+    // Reshapes the plan for the current inputs (shape_plan: shapes, kernels,
+    // memory, fusion, packing) and, only when that succeeded, binds it:
+    // arena buffers, tensors, kernels, fused chains, packed weights.
     void shape_pass(bound_plan& bp);
 
-    // Finds the steps whose prepack input is a weight (a persistable the
-    // plan does not write) and gives each a buffer for it as ctx.packed;
-    // run() fills it whenever the weight's generation changed.
-    void prepare_packing(bound_plan& bp);
+    // Gives each step the plan keeps a packed weight for a buffer as
+    // ctx.packed; run() fills it whenever the weight's generation changed.
+    void bind_packing(bound_plan& bp);
+
+    // A host buffer, or one in the device's memory.
+    std::shared_ptr<Buffer> allocate(Place where, std::size_t bytes) {
+        return where == Place::device ? device_->allocate(bytes) : std::make_shared<Buffer>(bytes);
+    }
+    // Puts `t` (a persistable that lives on the device) into device memory
+    // when it holds a value on the host (set or loaded there).
+    void upload(Tensor& t);
 
     bool signature_matches(const bound_plan& bp) const;
 
@@ -285,6 +313,7 @@ private:
 
     std::shared_ptr<const detail::program_state> program_;
     SessionOptions opts_;
+    std::unique_ptr<DeviceContext> device_;  // before the scope: outlives every tensor in it
     std::unique_ptr<Scope> root_ = std::make_unique<Scope>();
     std::vector<std::unique_ptr<bound_plan>> plans_;
     std::uint64_t revision_ = 0;
@@ -300,9 +329,9 @@ auto Session<Device>::memory_plan(std::span<const TargetRef> targets, std::span<
     std::lock_guard lock(mu_);
     check_open();
     bound_plan& bp = find_or_make(targets, fed);
-    if (!bp.shaped)
+    if (!bp.plan.shaped)
         throw session_error("dlgraph.session.unshaped", "memory_plan: the plan has not run yet, so its shapes are unknown");
-    return plan_memory(bp.plan, bp.metas, opts_.in_place);
+    return bp.plan.memory;
 }
 
 template <device_policy Device>
@@ -311,7 +340,7 @@ auto Session<Device>::fused_steps(std::span<const TargetRef> targets,
     std::lock_guard lock(mu_);
     check_open();
     std::vector<std::pair<int, int>> r;
-    for (auto& c : find_or_make(targets, fed).fused) r.emplace_back(c->first, c->last);
+    for (auto& c : find_or_make(targets, fed).plan.fused) r.emplace_back(c.first, c.last);
     return r;
 }
 
@@ -321,7 +350,7 @@ auto Session<Device>::packed_steps(std::span<const TargetRef> targets, std::span
     std::lock_guard lock(mu_);
     check_open();
     std::vector<int> r;
-    for (auto& pk : find_or_make(targets, fed).packed) r.push_back(static_cast<int>(pk.step));
+    for (auto& pk : find_or_make(targets, fed).plan.packed) r.push_back(pk.step);
     return r;
 }
 
@@ -408,7 +437,7 @@ auto Session<Device>::drop_plans() -> void {
 template <device_policy Device>
 auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const std::string> fed) -> bound_plan& {
     auto bp = std::make_unique<bound_plan>();
-    bp->plan = make_plan(program_->desc, targets, fed, Device::kind);
+    bp->plan = make_plan(program_->desc, targets, fed, device_.get());
     const ExecutionPlan& p = bp->plan;
     bp->local = &root_->new_child();
     for (auto& v : p.values) {
@@ -424,7 +453,14 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
     for (std::size_t v = 0; v < p.values.size(); ++v)
         if (p.values[v].kind == ValueKind::persistable && p.values[v].written)
             bp->written_persistables.push_back(bp->vars[v]);
-    bp->metas.resize(p.values.size());
+    for (int v : p.scope_reads)
+        if (p.values[static_cast<std::size_t>(v)].place == Place::device) bp->device_reads.push_back(v);
+    bool device_work = false;  // queued since the last wait
+    for (auto& st : p.steps) {
+        bp->wait_before.push_back(st.place == Place::host && device_work);
+        device_work = st.place == Place::device;
+    }
+    bp->wait_at_end = device_work;
     for (int v : p.feed_values)
         if (v >= 0) bp->inputs.push_back(v);
     for (int v : p.scope_reads) bp->inputs.push_back(v);
@@ -443,6 +479,8 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
         ctx.in_vars_ = {bp->in_var_ptrs.data() + bp->in_var_ptrs.size(), st.in_off.data()};
         ctx.out_vars_ = {bp->out_var_ptrs.data() + bp->out_var_ptrs.size(), st.out_off.data()};
         ctx.attrs = st.attrs.data();
+        ctx.device = st.place == Place::device ? device_.get() : nullptr;
+        ctx.fault = &bp->fault;
         for (int v : st.ins) {
             bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
             bp->in_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);
@@ -505,6 +543,7 @@ auto Session<Device>::bind_feeds(bound_plan& bp, std::span<const Feed> feeds) ->
         const Feed* f = nullptr;
         for (auto& x : feeds)
             if (x.name() == p.fed[i]) f = &x;
+        if (!f) throw feed_error("dlgraph.feed.missing", "feed '" + p.fed[i] + "' was not given");  // same_fed prevents it
         Tensor& dst = *bp.tensors[static_cast<std::size_t>(v)];
         if (f->is_scalar()) {
             Shape s = pv.declared.shape;
@@ -534,7 +573,7 @@ auto Session<Device>::bind_feeds(bound_plan& bp, std::span<const Feed> feeds) ->
 
 template <device_policy Device>
 auto Session<Device>::shape_pass(bound_plan& bp) -> void {
-    const ExecutionPlan& p = bp.plan;
+    ExecutionPlan& p = bp.plan;
     std::vector<VarMeta> metas(p.values.size());
     std::vector<bool> known(p.values.size(), false);
     for (int v : bp.inputs) {
@@ -547,59 +586,69 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
             metas[v] = {bp.tensors[v]->dtype(), bp.tensors[v]->shape()};
             known[v] = true;
         }
-    std::vector<DataType> kernel_dtypes;
-    infer_plan(p, metas, known, kernel_dtypes, Device::kind, Device::name, &bp.vars);
-    // Commit: arena sizes, bindings, kernels.
-    MemoryPlan mem = plan_memory(p, metas, opts_.in_place);
-    const std::vector<std::size_t>& need = mem.slot_bytes;
-    if (bp.arena.size() < need.size()) bp.arena.resize(need.size());
-    for (std::size_t s = 0; s < need.size(); ++s)
-        if (!bp.arena[s] || bp.arena[s]->bytes() < need[s]) bp.arena[s] = std::make_shared<Buffer>(need[s]);
-    bp.value_slot = std::move(mem.value_slot);
-    const std::vector<std::size_t>& offset = mem.value_offset;
+    shape_plan(p, std::move(metas), std::move(known), device_.get(),
+               PlanOptions{opts_.fuse, opts_.in_place, opts_.prepack}, &bp.vars);
+    // Commit: arena buffers, bindings, kernels.
+    const MemoryPlan& mem = p.memory;
+    if (bp.arena.size() < mem.slot_bytes.size()) bp.arena.resize(mem.slot_bytes.size());
+    for (std::size_t s = 0; s < mem.slot_bytes.size(); ++s)
+        if (!bp.arena[s] || bp.arena[s]->bytes() < mem.slot_bytes[s] || bp.arena[s]->place() != mem.slot_place[s])
+            bp.arena[s] = allocate(mem.slot_place[s], mem.slot_bytes[s]);
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
+        const VarMeta& m = p.metas[v];
+        Tensor& t = *bp.tensors[v];
         if (!pv.written || pv.type != VarType::LOD_TENSOR) continue;
-        if (pv.kind == ValueKind::intermediate)
-            bp.tensors[v]->bind(bp.arena[static_cast<std::size_t>(bp.value_slot[v])], metas[v].dtype, metas[v].shape,
-                                offset[v]);
-        else
-            bp.tensors[v]->resize(metas[v].dtype, metas[v].shape);
+        if (pv.in_arena()) {
+            t.bind(bp.arena[static_cast<std::size_t>(mem.value_slot[v])], m.dtype, m.shape, mem.value_offset[v]);
+        } else if (pv.place == Place::host) {
+            t.resize(m.dtype, m.shape);
+        } else if (t.place() != Place::device || t.capacity() < meta_bytes(m) || !t.buffer() ||
+                   t.raw() != t.buffer()->data()) {
+            t.bind(allocate(Place::device, meta_bytes(m)), m.dtype, m.shape);
+        } else {
+            t.bind(t.buffer(), m.dtype, m.shape);
+        }
     }
-    for (std::size_t s = 0; s < p.steps.size(); ++s)
-        bp.steps[s].first = p.steps[s].def->kernel(Device::kind, kernel_dtypes[s]);
-    bp.metas = std::move(metas);
-    prepare_packing(bp);
-    bp.fused.clear();
-    if (opts_.fuse) bp.fused = detail::fuse_chains(p, bp.steps, bp.metas);
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        KernelFn& fn = bp.steps[s].first;
+        fn = p.kernels[s];
+        if (p.steps[s].is_copy())
+            fn = p.values[static_cast<std::size_t>(p.steps[s].outs[0])].place == Place::device ? &detail::copy_to_device
+                                                                                                 : &detail::copy_to_host;
+    }
+    bind_packing(bp);
+    bp.fused = detail::bind_chains(p, bp.steps);
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
-        bp.signature[i] = bp.metas[static_cast<std::size_t>(bp.inputs[i])];
-    bp.shaped = true;
+        bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
 }
 
 template <device_policy Device>
-auto Session<Device>::prepare_packing(bound_plan& bp) -> void {
+auto Session<Device>::bind_packing(bound_plan& bp) -> void {
     const ExecutionPlan& p = bp.plan;
     bp.packed.clear();
-    for (std::size_t s = 0; s < p.steps.size(); ++s) {
-        KernelContext& ctx = bp.steps[s].second;
-        ctx.packed = nullptr;
+    for (auto& [fn, ctx] : bp.steps) ctx.packed = nullptr;
+    for (const PackedWeight& pw : p.packed) {
+        const auto s = static_cast<std::size_t>(pw.step);
         const PlannedStep& st = p.steps[s];
-        const int slot = st.def->prepack_input;
-        if (!opts_.prepack || !st.def->prepack || st.in_off[slot + 1] == st.in_off[slot]) continue;
-        const std::size_t v = static_cast<std::size_t>(st.ins[st.in_off[slot]]);
-        if (p.values[v].kind != ValueKind::persistable || p.values[v].written) continue;
-        const std::size_t bytes = st.def->prepack(ctx, nullptr);
-        if (!bytes) continue;
-        bp.packed.push_back({s, bp.vars[v], 0, std::make_unique<Buffer>(bytes)});
+        const auto v = static_cast<std::size_t>(st.ins[st.in_off[static_cast<std::size_t>(st.def->prepack_input)]]);
+        bp.packed.push_back({s, bp.vars[v], 0, std::make_unique<Buffer>(pw.bytes)});
         bp.packed.back().generation = bp.vars[v]->generation() - 1;  // not packed yet
-        ctx.packed = bp.packed.back().buf->data();
+        bp.steps[s].second.packed = bp.packed.back().buf->data();
     }
+}
+
+template <device_policy Device>
+auto Session<Device>::upload(Tensor& t) -> void {
+    auto buf = device_->allocate(t.bytes());
+    if (t.bytes()) device_->to_device(buf->data(), t.raw(), t.bytes());
+    device_->synchronize();  // the host copy goes with the rebinding
+    t.bind(std::move(buf), t.dtype(), t.shape());
 }
 
 template <device_policy Device>
 auto Session<Device>::signature_matches(const bound_plan& bp) const -> bool {
-    if (!bp.shaped || bp.reshape_every_run) return false;
+    if (!bp.plan.shaped || bp.reshape_every_run) return false;
     for (std::size_t i = 0; i < bp.inputs.size(); ++i) {
         const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
         if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;
@@ -613,21 +662,31 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
     bind_feeds(bp, feeds);  // checks feeds before anything else changes
     const parallelism_scope threads(opts_.threads);
     initialize(bp);
+    for (int v : bp.device_reads)
+        if (Tensor& t = *bp.tensors[static_cast<std::size_t>(v)]; t.initialized() && t.place() != Place::device) upload(t);
     if (!signature_matches(bp)) shape_pass(bp);
     for (auto& pk : bp.packed)
         if (pk.var->generation() != pk.generation) {
             bp.plan.steps[pk.step].def->prepack(bp.steps[pk.step].second, pk.buf->data());
             pk.generation = pk.var->generation();
         }
-    if (!step_time) {
-        for (auto& [fn, ctx] : bp.steps) fn(ctx);
+    bp.fault.clear();
+    const std::size_t n = bp.steps.size();
+    if (!device_ && !step_time) {
+        for (std::size_t s = 0; s < n; ++s) {
+            bp.steps[s].first(bp.steps[s].second);
+            if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
+        }
     } else {
         using clock = std::chrono::steady_clock;
-        for (std::size_t s = 0; s < bp.steps.size(); ++s) {
-            const auto t0 = clock::now();
+        for (std::size_t s = 0; s < n; ++s) {
+            if (bp.wait_before[s]) device_->synchronize();
+            const auto t0 = step_time ? clock::now() : clock::time_point();
             bp.steps[s].first(bp.steps[s].second);
-            step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+            if (step_time) step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+            if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
         }
+        if (bp.wait_at_end) device_->synchronize();
     }
     for (Variable* v : bp.written_persistables) v->touch();
     const ExecutionPlan& p = bp.plan;
@@ -642,12 +701,12 @@ template <device_policy Device>
 auto Session<Device>::hand_out(bound_plan& bp, int v, Tensor& dst) -> void {
     const PlannedValue& pv = bp.plan.values[static_cast<std::size_t>(v)];
     Tensor& src = *bp.tensors[static_cast<std::size_t>(v)];
-    const bool swappable = pv.kind == ValueKind::intermediate && pv.written && pv.slot >= 0 &&
+    const bool swappable = pv.in_arena() && src.buffer() && src.place() == Place::host && dst.place() == Place::host &&
                            src.buffer() && dst.buffer() && dst.buffer().use_count() == 1 &&
                            dst.capacity() >= src.bytes() &&
                            dst.capacity() <= 2 * std::max<std::size_t>(src.bytes(), buffer_alignment);
     if (!swappable) return dst.copy_from(src);
-    auto& slot = bp.arena[static_cast<std::size_t>(bp.value_slot[static_cast<std::size_t>(v)])];
+    auto& slot = bp.arena[static_cast<std::size_t>(bp.plan.memory.value_slot[static_cast<std::size_t>(v)])];
     std::shared_ptr<Buffer> mine = dst.buffer();
     dst.bind(src.buffer(), src.dtype(), src.shape());
     slot = std::move(mine);

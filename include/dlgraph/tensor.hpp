@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "dlgraph/device.hpp"
 #include "dlgraph/dtype.hpp"
 #include "dlgraph/shape.hpp"
 
@@ -25,8 +26,10 @@ inline constexpr std::size_t buffer_alignment = 64;
 // thousands of times (and TLB misses after).
 inline constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
 
-// One aligned allocation. Shared by the tensors a memory plan binds to it;
-// kept by the session between runs (the arena is allocated once per shape).
+// One allocation. Shared by the tensors a memory plan binds to it; kept by
+// the session between runs (the arena is allocated once per shape). Host
+// memory is 64-byte aligned (2 MiB from 2 MiB on); device memory comes from a
+// device's allocator, which the buffer keeps alive and gives it back to.
 class Buffer {
 public:
     explicit Buffer(std::size_t bytes) : bytes_(bytes), align_(bytes >= huge_page_bytes ? huge_page_bytes : buffer_alignment) {
@@ -36,13 +39,20 @@ public:
         if (align_ == huge_page_bytes) ::madvise(data_, round_up(bytes, align_), MADV_HUGEPAGE);  // a hint: failure is fine
 #endif
     }
+    // `bytes` at `data` of device memory that `owner` gives back.
+    Buffer(void* data, std::size_t bytes, std::shared_ptr<DeviceMemory> owner)
+        : data_(data), bytes_(bytes), align_(0), owner_(std::move(owner)) {}
     ~Buffer() {
-        if (data_) ::operator delete(data_, std::align_val_t{align_});
+        if (owner_) owner_->release(data_, bytes_);
+        else if (data_) ::operator delete(data_, std::align_val_t{align_});
     }
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
     void* data() const noexcept { return data_; }
     std::size_t bytes() const noexcept { return bytes_; }
+    Place place() const noexcept { return owner_ ? Place::device : Place::host; }
+    // The device memory's owner; null for host memory.
+    DeviceMemory* owner() const noexcept { return owner_.get(); }
 
 private:
     // Whole vectors past the end, so SIMD tails may load (never store) there.
@@ -50,6 +60,7 @@ private:
     void* data_ = nullptr;
     std::size_t bytes_ = 0;
     std::size_t align_;
+    std::shared_ptr<DeviceMemory> owner_;
 };
 
 class Tensor {
@@ -102,15 +113,18 @@ public:
     // Bytes of storage this tensor owns or shares (0 when borrowed or empty).
     std::size_t capacity() const noexcept { return buf_ ? buf_->bytes() : 0; }
     const std::shared_ptr<Buffer>& buffer() const noexcept { return buf_; }
+    // Where the storage is: device memory only when bound to a device
+    // buffer by a session; everything else (borrowed, resized) is host.
+    Place place() const noexcept { return buf_ ? buf_->place() : Place::host; }
 
-    // Gives the tensor `shape`, reusing its storage when large enough and
-    // owned; this is the lazy allocation point.
+    // Gives the tensor `shape` in host memory, reusing its storage when
+    // large enough, owned and on the host; this is the lazy allocation point.
     void resize(DataType dtype, const Shape& shape) {
         if (!shape.known())
             throw shape_error("dlgraph.shape.unknown", "cannot allocate a tensor of unknown shape " + to_string(shape));
         std::size_t need = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
         // A tensor viewing part of a shared buffer (bound at an offset) gets storage of its own.
-        if (!buf_ || buf_->bytes() < need || data_ != buf_->data()) {
+        if (!buf_ || buf_->bytes() < need || data_ != buf_->data() || buf_->place() != Place::host) {
             buf_ = std::make_shared<Buffer>(need);
         }
         data_ = buf_->data();
@@ -131,7 +145,8 @@ public:
     void reshape(const Shape& shape) { shape_ = shape; }
     void reset() noexcept { *this = Tensor(); }
 
-    // Deep copy that reuses this tensor's storage when it fits.
+    // Deep copy into host memory (a copy of a device tensor comes to the
+    // host), reusing this tensor's storage when it fits.
     void copy_from(const Tensor& o) {
         if (!o.initialized_) {
             reset();
@@ -139,7 +154,9 @@ public:
         }
         if (buf_ && buf_.use_count() > 1) buf_.reset();  // never write through shared storage
         resize(o.dtype_, o.shape_);
-        if (o.bytes()) std::memcpy(data_, o.data_, o.bytes());
+        if (!o.bytes()) return;
+        if (o.place() == Place::device) o.buf_->owner()->read(data_, o.data_, o.bytes());
+        else std::memcpy(data_, o.data_, o.bytes());
     }
 
     void* raw() noexcept { return data_; }
@@ -153,14 +170,31 @@ public:
         check_dtype<T>();
         return static_cast<const T*>(data_);
     }
-    template <element_type T> std::span<const T> values() const { return {data<T>(), static_cast<std::size_t>(numel())}; }
-    template <element_type T> std::span<T> values() { return {data<T>(), static_cast<std::size_t>(numel())}; }
+    // The elements, read or written on the host (a device tensor must be
+    // copied first: copy_from).
+    template <element_type T> std::span<const T> values() const {
+        check_host();
+        return {data<T>(), static_cast<std::size_t>(numel())};
+    }
+    template <element_type T> std::span<T> values() {
+        check_host();
+        return {data<T>(), static_cast<std::size_t>(numel())};
+    }
 
-    // The value of a one-element tensor.
+    // The value of a one-element tensor (read from the device if it is there).
     template <element_type T> T item() const {
         if (numel() != 1)
             throw shape_error("dlgraph.shape.item", "item() needs a one-element tensor, this one is " + to_string(shape_));
-        return *data<T>();
+        if (place() == Place::host) return *data<T>();
+        T v;
+        buf_->owner()->read(&v, data<T>(), sizeof(T));
+        return v;
+    }
+
+    void check_host() const {
+        if (place() != Place::host)
+            throw value_error("dlgraph.value.place",
+                              "the tensor is in device memory; copy it to the host first (Tensor::copy_from)");
     }
 
 private:

@@ -181,7 +181,7 @@ DLGRAPH_INLINE void infer_op(const OpDef& def, const OpDesc& op, const std::vect
     }
     InferContext ctx(def, label, {in_metas.data(), in_off.data()}, {out_metas.data(), out_off.data()}, attrs.data());
     def.infer(ctx);
-    check_kernel(def, kernel_dtype(def, ctx, attrs.data()), label, DeviceKind::CPU, true);
+    check_kernel(def, kernel_dtype(def, ctx, attrs.data()), label);
 }
 
 DLGRAPH_INLINE std::vector<std::string> slot_args(const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots) {

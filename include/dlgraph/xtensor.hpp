@@ -33,8 +33,14 @@ template <class C> Tensor to_tensor(const C& c) {
     return t;
 }
 
-// A copy of `t` as an xarray; the dtype must be T.
+// A copy of `t` as an xarray (from the device, if it is there); the dtype
+// must be T.
 template <element_type T> xt::xarray<T> to_xarray(const Tensor& t) {
+    if (t.place() != Place::host) {
+        Tensor h;
+        h.copy_from(t);
+        return to_xarray<T>(h);
+    }
     const T* p = t.data<T>();
     std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
     xt::xarray<T> out(shape);

@@ -10,6 +10,7 @@
 #include "dlgraph/ops/fill.hpp"
 #include "dlgraph/ops/io_ops.hpp"
 #include "dlgraph/ops/matmul.hpp"
+#include "dlgraph/ops/memcpy.hpp"
 #include "dlgraph/ops/op_table.hpp"
 #include "dlgraph/ops/optimizers.hpp"
 #include "dlgraph/ops/reduce.hpp"

@@ -226,10 +226,14 @@ struct mul_fn {
     template <class V> V dx(V, V y, V, V d) const { return d * y; }
     template <class V> V dy(V x, V, V, V d) const { return d * x; }
 };
+// Integer division by zero is a fault the kernel finds before dividing
+// (elementwise_binary::compute); a divisor of -1 negates with wrap-around,
+// so INT_MIN / -1 is INT_MIN (as NumPy gives) rather than a trap.
 struct div_fn {
     template <class V> V operator()(V a, V b) const {
         if constexpr (std::is_integral_v<V>) {
-            if (b == 0) throw value_error("dlgraph.value.div0", "elementwise_div: integer division by zero");
+            if (b == -1) return static_cast<V>(std::make_unsigned_t<V>(0) - static_cast<std::make_unsigned_t<V>>(a));
+            if (b == 0) return 0;
         }
         return a / b;
     }
@@ -269,11 +273,17 @@ template <class Fn> struct elementwise_binary {
         c.set(0, c.dtype(X), broadcast_infer(c, c.shape(X), c.shape(Y), c.attr(axis).i));
     }
     template <class T> static void compute(cpu, const KernelContext& c) {
+        if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, div_fn>) {
+            // Every element of Y divides some element of a non-empty output.
+            const T* y = c.in(Y).template data<T>();
+            if (c.out(0).numel() > 0 && std::find(y, y + c.in(Y).numel(), T(0)) != y + c.in(Y).numel())
+                return c.fault->raise(fault_code::div_by_zero);
+        }
         broadcast_apply<T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0), Fn{});
     }
     static OpDef make(std::string_view type, std::string_view grad_type, std::string_view doc) {
         OpDef d{type, {{"X"}, {"Y"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &infer};
-        d.kernels[0] = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
+        d.kernels = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
         d.doc = doc;
         if constexpr (!std::is_same_v<Fn, pow_fn>) d.fusible = fusible_of<Fn, 2>();
         d.grad_spec = {grad_type, {"X", "Y"}, {"Out"}, {"X", "Y"}};
@@ -345,7 +355,7 @@ template <class Fn> struct elementwise_binary_grad {
     static OpDef make(std::string_view type) {
         OpDef d{type, {{"X"}, {"Y"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
                 {{"axis", Attribute::make_int("axis", -1)}}, &infer};
-        d.kernels[0] = cpu_kernels<elementwise_binary_grad, float, double>();
+        d.kernels = cpu_kernels<elementwise_binary_grad, float, double>();
         d.doc = "X@GRAD, Y@GRAD of a broadcasting binary op";
         return d;
     }
@@ -434,7 +444,7 @@ template <class Fn> struct elementwise_unary {
     }
     template <class... Ts> static OpDef make(std::string_view type, std::string_view grad_type, std::string_view doc) {
         OpDef d{type, {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
-        d.kernels[0] = cpu_kernels<elementwise_unary, Ts...>();
+        d.kernels = cpu_kernels<elementwise_unary, Ts...>();
         d.doc = doc;
         d.fusible = fusible_of<Fn, 1>();
         d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
@@ -457,7 +467,7 @@ template <class Fn> struct elementwise_unary_grad {
     }
     static OpDef make(std::string_view type) {
         OpDef d{type, {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &infer};
-        d.kernels[0] = cpu_kernels<elementwise_unary_grad, float, double>();
+        d.kernels = cpu_kernels<elementwise_unary_grad, float, double>();
         d.doc = "X@GRAD = Out@GRAD * d(Out)/d(X)";
         return d;
     }
@@ -496,7 +506,7 @@ inline OpDef scale_def() {
              {"bias", Attribute::make_float("bias", 0.0)},
              {"bias_after_scale", Attribute::make_bool("bias_after_scale", true)}},
             &same_as_x_infer};
-    d.kernels[0] = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>();
+    d.kernels = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Out = scale * X + bias (or scale * (X + bias))";
     // d(scale * X + b)/dX = scale, either bias order: the gradient is a scale.
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -520,7 +530,7 @@ struct assign_op {
 };
 inline OpDef assign_def() {
     OpDef d{"assign", {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
-    d.kernels[0] = cpu_kernels<assign_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<assign_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X (a copy)";
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
         std::string dx = r.grad_name("X", 0);

@@ -59,8 +59,7 @@ struct top_k_op {
         const std::int64_t n = xs[xs.rank() - 1], kk = c.attr(k).i;
         const std::int64_t rows = dim_product(xs, 0, xs.rank() - 1);
         if (kk > n)  // inference refuses this; guard the heap against a stale plan
-            throw shape_error("dlgraph.shape.top_k", "top_k: k is " + std::to_string(kk) + " but X is " +
-                                                         to_string(xs) + ": k must not exceed the last dim");
+            return c.fault->raise(fault_code::k_out_of_range, kk, n);
         const T* xp = x.data<T>();
         T* vals = c.out(Out).data<T>();
         std::int64_t* idx = c.out(Indices).data<std::int64_t>();
@@ -83,7 +82,7 @@ struct top_k_op {
 
 inline OpDef top_k_def() {
     OpDef d{"top_k", {{"X"}}, {{"Out"}, {"Indices"}}, {{"k", Attribute::make_int("k", 1)}}, &top_k_op::infer};
-    d.kernels[0] = cpu_kernels<top_k_op, float, double, std::int32_t, std::int64_t>();
+    d.kernels = cpu_kernels<top_k_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Out, Indices = the k largest values of each last-axis row, largest first (ties: lower index)";
     return d;
 }
@@ -136,7 +135,7 @@ struct accuracy_op {
 
 inline OpDef accuracy_def() {
     OpDef d{"accuracy", {{"Out"}, {"Indices"}, {"Label"}}, {{"Accuracy"}, {"Correct"}, {"Total"}}, {}, &accuracy_op::infer};
-    d.kernels[0] = cpu_kernels<accuracy_op, float, double, std::int32_t, std::int64_t>();
+    d.kernels = cpu_kernels<accuracy_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Accuracy = share of rows whose Label is among their top-k Indices (Correct and Total as counts)";
     return d;
 }

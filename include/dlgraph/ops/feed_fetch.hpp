@@ -56,14 +56,14 @@ inline OpDef feed_def() {
     // The kernel copies bytes, so the dtype that selects it (X's, a list's
     // declared one) does not matter: every dtype is registered.
     OpDef d{"feed", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_infer};
-    d.kernels[0] = cpu_kernels<feed_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<feed_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = a copy of X[col], X being the feed list";
     return d;
 }
 
 inline OpDef fetch_def() {
     OpDef d{"fetch", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &fetch_infer};
-    d.kernels[0] = cpu_kernels<fetch_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<fetch_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out[col] = a copy of X, Out being the fetch list";
     return d;
 }

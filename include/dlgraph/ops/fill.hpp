@@ -32,7 +32,7 @@ inline OpDef fill_constant_def() {
              {"value", Attribute::make_float("value", 0.0)},
              {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
             &fill_infer, -1, fill_constant_op::dtype};
-    d.kernels[0] = cpu_kernels<fill_constant_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
+    d.kernels = cpu_kernels<fill_constant_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = a tensor of `shape` filled with `value`";
     return d;
 }
@@ -47,7 +47,8 @@ struct uniform_random_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         std::mt19937_64 gen(seed_or_random(c.attr(seed).i));
         std::uniform_real_distribution<double> dist(c.attr(min).f, c.attr(max).f);
-        for (auto& v : c.out(0).values<T>()) v = static_cast<T>(dist(gen));
+        T* out = c.out(0).data<T>();
+        for (std::int64_t i = 0, n = c.out(0).numel(); i < n; ++i) out[i] = static_cast<T>(dist(gen));
     }
 };
 inline void uniform_infer(const InferContext& c) {
@@ -65,7 +66,7 @@ inline OpDef uniform_random_def() {
              {"seed", Attribute::make_int("seed", 0)},
              {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
             &uniform_infer, -1, uniform_random_op::dtype};
-    d.kernels[0] = cpu_kernels<uniform_random_op, float, double>();
+    d.kernels = cpu_kernels<uniform_random_op, float, double>();
     d.doc = "Out = uniform random values in [min, max)";
     return d;
 }
@@ -75,7 +76,8 @@ struct gaussian_random_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         std::mt19937_64 gen(seed_or_random(c.attr(seed).i));
         std::normal_distribution<double> dist(c.attr(mean).f, c.attr(std_).f);
-        for (auto& v : c.out(0).values<T>()) v = static_cast<T>(dist(gen));
+        T* out = c.out(0).data<T>();
+        for (std::int64_t i = 0, n = c.out(0).numel(); i < n; ++i) out[i] = static_cast<T>(dist(gen));
     }
 };
 inline void gaussian_infer(const InferContext& c) {
@@ -92,7 +94,7 @@ inline OpDef gaussian_random_def() {
              {"seed", Attribute::make_int("seed", 0)},
              {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
             &gaussian_infer, -1, gaussian_random_op::dtype};
-    d.kernels[0] = cpu_kernels<gaussian_random_op, float, double>();
+    d.kernels = cpu_kernels<gaussian_random_op, float, double>();
     d.doc = "Out = normal random values with `mean` and `std`";
     return d;
 }
@@ -123,7 +125,7 @@ inline OpDef fill_any_like_def() {
     OpDef d{"fill_any_like", {{"X"}}, {{"Out"}},
             {{"value", Attribute::make_float("value", 0.0)}, {"dtype", Attribute::make_int("dtype", -1)}},
             &fill_any_like_infer};
-    d.kernels[0] = cpu_kernels<fill_any_like_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
+    d.kernels = cpu_kernels<fill_any_like_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = a tensor shaped like X filled with `value`";
     return d;
 }

@@ -456,7 +456,7 @@ inline OpDef save_def() {
             {{"file_path", Attribute::make_string("file_path", ""), true},
              {"overwrite", Attribute::make_bool("overwrite", true)}},
             &save_infer};
-    d.kernels[0] = io_kernels(&save_op::run);
+    d.kernels = io_kernels(&save_op::run);
     d.doc = "writes X to the .npy file `file_path`";
     return d;
 }
@@ -486,7 +486,7 @@ inline OpDef load_def() {
     // No input and no dtype attribute: the kernel follows Out's dtype (it is
     // the same byte copy under every dtype).
     OpDef d{"load", {}, {{"Out"}}, {{"file_path", Attribute::make_string("file_path", ""), true}}, &load_infer, -1, -1};
-    d.kernels[0] = io_kernels(&load_op::run);
+    d.kernels = io_kernels(&load_op::run);
     d.doc = "Out = the tensor in the .npy file `file_path` (its dtype and shape must be Out's)";
     return d;
 }
@@ -515,7 +515,7 @@ inline OpDef save_combine_def() {
             {{"file_path", Attribute::make_string("file_path", ""), true},
              {"overwrite", Attribute::make_bool("overwrite", true)}},
             &save_combine_infer};
-    d.kernels[0] = io_kernels(&save_combine_op::run);
+    d.kernels = io_kernels(&save_combine_op::run);
     d.doc = "writes every X to the .npz archive `file_path` (entries <name>.npy)";
     return d;
 }
@@ -563,7 +563,7 @@ inline OpDef load_combine_def() {
     // As for load: the kernel follows the first output's dtype.
     OpDef d{"load_combine", {}, {{"Out", true}}, {{"file_path", Attribute::make_string("file_path", ""), true}},
             &load_combine_infer, -1, -1};
-    d.kernels[0] = io_kernels(&load_combine_op::run);
+    d.kernels = io_kernels(&load_combine_op::run);
     d.doc = "Out[...] = the entries <name>.npy of the .npz archive `file_path`";
     return d;
 }

@@ -122,7 +122,7 @@ inline OpDef mul_def() {
             {{"x_num_col_dims", Attribute::make_int("x_num_col_dims", 1)},
              {"y_num_col_dims", Attribute::make_int("y_num_col_dims", 1)}},
             &mul_op::infer};
-    d.kernels[0] = cpu_kernels<mul_op, float, double>();
+    d.kernels = cpu_kernels<mul_op, float, double>();
     d.doc = "Out = X * Y, each flattened to a matrix at its num_col_dims";
     d.prepack_input = mul_op::Y;
     d.prepack = &mul_op::prepack;
@@ -168,7 +168,7 @@ inline OpDef mul_grad_def() {
             {{"x_num_col_dims", Attribute::make_int("x_num_col_dims", 1)},
              {"y_num_col_dims", Attribute::make_int("y_num_col_dims", 1)}},
             &mul_grad_op::infer};
-    d.kernels[0] = cpu_kernels<mul_grad_op, float, double>();
+    d.kernels = cpu_kernels<mul_grad_op, float, double>();
     d.doc = "X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD (flattened as mul flattens them)";
     return d;
 }
@@ -353,7 +353,7 @@ inline OpDef matmul_def() {
              {"transpose_Y", Attribute::make_bool("transpose_Y", false)},
              {"alpha", Attribute::make_float("alpha", 1.0)}},
             &matmul_op::infer};
-    d.kernels[0] = cpu_kernels<matmul_op, float, double>();
+    d.kernels = cpu_kernels<matmul_op, float, double>();
     d.doc = "Out = alpha * op(X) * op(Y), batched with broadcasting";
     d.prepack_input = matmul_op::Y;
     d.prepack = &matmul_prepack;
@@ -445,7 +445,7 @@ inline OpDef matmul_grad_def() {
              {"transpose_Y", Attribute::make_bool("transpose_Y", false)},
              {"alpha", Attribute::make_float("alpha", 1.0)}},
             &matmul_grad_op::infer};
-    d.kernels[0] = cpu_kernels<matmul_grad_op, float, double>();
+    d.kernels = cpu_kernels<matmul_grad_op, float, double>();
     d.doc = "X@GRAD, Y@GRAD of matmul (broadcast batch dims summed)";
     return d;
 }

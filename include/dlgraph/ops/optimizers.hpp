@@ -40,7 +40,7 @@ struct sgd_op {
 };
 inline OpDef sgd_def() {
     OpDef d{"sgd", {{"Param"}, {"Grad"}, {"LearningRate"}}, {{"ParamOut"}}, {}, &sgd_op::infer};
-    d.kernels[0] = cpu_kernels<sgd_op, float, double>();
+    d.kernels = cpu_kernels<sgd_op, float, double>();
     d.doc = "ParamOut = Param - LearningRate * Grad";
     return d;
 }
@@ -78,7 +78,7 @@ inline OpDef momentum_def() {
     OpDef d{"momentum", {{"Param"}, {"Grad"}, {"Velocity"}, {"LearningRate"}}, {{"ParamOut"}, {"VelocityOut"}},
             {{"mu", Attribute::make_float("mu", 0.9)}, {"use_nesterov", Attribute::make_bool("use_nesterov", false)}},
             &momentum_op::infer};
-    d.kernels[0] = cpu_kernels<momentum_op, float, double>();
+    d.kernels = cpu_kernels<momentum_op, float, double>();
     d.doc = "momentum SGD (optionally Nesterov)";
     return d;
 }
@@ -149,7 +149,7 @@ inline OpDef adam_def() {
              {"beta2", Attribute::make_float("beta2", 0.999)},
              {"epsilon", Attribute::make_float("epsilon", 1e-8)}},
             &adam_op::infer};
-    d.kernels[0] = cpu_kernels<adam_op, float, double>();
+    d.kernels = cpu_kernels<adam_op, float, double>();
     d.doc = "Adam update of Param and its moments";
     return d;
 }

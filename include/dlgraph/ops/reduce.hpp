@@ -107,7 +107,7 @@ struct mean_op {
 
 inline OpDef mean_def() {
     OpDef d{"mean", {{"X"}}, {{"Out"}}, {}, &mean_op::infer};
-    d.kernels[0] = cpu_kernels<mean_op, float, double>();
+    d.kernels = cpu_kernels<mean_op, float, double>();
     d.doc = "Out = the mean of all elements of X, shape [1]";
     d.grad_spec = {"mean_grad", {"X"}, {"Out"}, {"X"}};
     return d;
@@ -128,7 +128,7 @@ struct mean_grad_op {
 };
 inline OpDef mean_grad_def() {
     OpDef d{"mean_grad", {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &mean_grad_op::infer};
-    d.kernels[0] = cpu_kernels<mean_grad_op, float, double>();
+    d.kernels = cpu_kernels<mean_grad_op, float, double>();
     d.doc = "X@GRAD = Out@GRAD / numel(X)";
     return d;
 }
@@ -204,7 +204,7 @@ template <class Kind, class... Ts> OpDef reduce_def(std::string_view type, std::
              {"keep_dim", Attribute::make_bool("keep_dim", false)},
              {"reduce_all", Attribute::make_bool("reduce_all", false)}},
             &reduce_op<Kind>::infer};
-    d.kernels[0] = cpu_kernels<reduce_op<Kind>, Ts...>();
+    d.kernels = cpu_kernels<reduce_op<Kind>, Ts...>();
     d.doc = doc;
     d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
     return d;
@@ -259,7 +259,7 @@ template <class Kind> OpDef reduce_grad_def(std::string_view type) {
              {"keep_dim", Attribute::make_bool("keep_dim", false)},
              {"reduce_all", Attribute::make_bool("reduce_all", false)}},
             &reduce_grad_op<Kind>::infer};
-    d.kernels[0] = cpu_kernels<reduce_grad_op<Kind>, float, double>();
+    d.kernels = cpu_kernels<reduce_grad_op<Kind>, float, double>();
     d.doc = "X@GRAD of a reduction";
     return d;
 }

@@ -85,7 +85,7 @@ struct reshape_op {
 
 inline OpDef reshape_def() {
     OpDef d{"reshape", {{"X"}}, {{"Out"}}, {{"shape", Attribute::make_ints("shape", {}), true}}, &reshape_op::infer};
-    d.kernels[0] = cpu_kernels<reshape_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<reshape_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X with a new shape (0 copies a dim, one -1 is inferred)";
     // reshape_grad reads X only for its shape (Out@GRAD has the elements).
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -125,7 +125,7 @@ struct reshape_grad_op {
 
 inline OpDef reshape_grad_def() {
     OpDef d{"reshape_grad", {{"X"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &reshape_grad_op::infer};
-    d.kernels[0] = copy_kernels<reshape_grad_op>();
+    d.kernels = copy_kernels<reshape_grad_op>();
     d.doc = "X@GRAD = Out@GRAD with X's shape";
     return d;
 }
@@ -260,7 +260,7 @@ struct transpose_op {
 
 inline OpDef transpose_def() {
     OpDef d{"transpose", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_ints("axis", {}), true}}, &transpose_op::infer};
-    d.kernels[0] = cpu_kernels<transpose_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<transpose_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X with dims permuted: Out dim i is X dim axis[i]";
     // The gradient is Out@GRAD transposed back: by the inverse permutation.
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -330,7 +330,7 @@ struct concat_op {
 
 inline OpDef concat_def() {
     OpDef d{"concat", {{"X", true}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", 0)}}, &concat_op::infer};
-    d.kernels[0] = cpu_kernels<concat_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<concat_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = the X joined along axis";
     // concat_grad writes a gradient for every X; autodiff names those not
     // wanted (they are computed and never read).
@@ -401,7 +401,7 @@ struct concat_grad_op {
 inline OpDef concat_grad_def() {
     OpDef d{"concat_grad", {{"X", true}, {"Out@GRAD"}}, {{"X@GRAD", true}}, {{"axis", Attribute::make_int("axis", 0)}},
             &concat_grad_op::infer};
-    d.kernels[0] = copy_kernels<concat_grad_op>();
+    d.kernels = copy_kernels<concat_grad_op>();
     d.kernel_slot = 1;
     d.doc = "X@GRAD = Out@GRAD cut along axis into pieces shaped like the X";
     return d;
@@ -486,7 +486,7 @@ inline OpDef split_def() {
              {"num", Attribute::make_int("num", 0)},
              {"axis", Attribute::make_int("axis", 0)}},
             &split_op::infer};
-    d.kernels[0] = cpu_kernels<split_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+    d.kernels = cpu_kernels<split_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X cut along axis into num equal parts or parts of the given sections";
     // The gradient joins the parts' gradients back (zeros for parts that do
     // not reach the loss).
@@ -541,7 +541,7 @@ inline OpDef cast_def() {
             {{"in_dtype", Attribute::make_int("in_dtype", 0), true},
              {"out_dtype", Attribute::make_int("out_dtype", 0), true}},
             &cast_op::infer};
-    d.kernels[0] = cpu_kernels<cast_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
+    d.kernels = cpu_kernels<cast_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = X converted to out_dtype";
     // Between FP32 and FP64 the gradient is cast back; nothing flows to or
     // from an integer (or FP16) side.
@@ -607,7 +607,7 @@ struct sum_op {
 
 inline OpDef sum_def() {
     OpDef d{"sum", {{"X", true}}, {{"Out"}}, {}, &sum_op::infer};
-    d.kernels[0] = cpu_kernels<sum_op, float, double, std::int32_t, std::int64_t>();
+    d.kernels = cpu_kernels<sum_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Out = the sum of all X (same shape and dtype)";
     // Each input's gradient is Out@GRAD itself: one assign per wanted input.
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {

@@ -105,7 +105,7 @@ struct softmax_op {
 
 inline OpDef softmax_def() {
     OpDef d{"softmax", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &softmax_op::infer};
-    d.kernels[0] = cpu_kernels<softmax_op, float, double>();
+    d.kernels = cpu_kernels<softmax_op, float, double>();
     d.doc = "Out = exp(X) / sum(exp(X)) along axis";
     d.grad_spec = {"softmax_grad", {}, {"Out"}, {"X"}};
     return d;
@@ -184,7 +184,7 @@ struct softmax_grad_op {
 inline OpDef softmax_grad_def() {
     OpDef d{"softmax_grad", {{"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {{"axis", Attribute::make_int("axis", -1)}},
             &softmax_grad_op::infer};
-    d.kernels[0] = cpu_kernels<softmax_grad_op, float, double>();
+    d.kernels = cpu_kernels<softmax_grad_op, float, double>();
     d.doc = "X@GRAD = Out * (Out@GRAD - sum(Out@GRAD * Out)) along axis";
     return d;
 }
@@ -221,10 +221,10 @@ inline Shape loss_infer(const InferContext& c, int x, int label, bool soft) {
     return out;
 }
 
-[[noreturn]] inline void bad_label(std::string_view op, std::int64_t label, std::int64_t row, std::int64_t d) {
-    throw value_error("dlgraph.value.label", std::string(op) + ": label " + std::to_string(label) + " (row " +
-                                                 std::to_string(row) + ") is out of range [0, " + std::to_string(d) +
-                                                 ")");
+// A hard label outside [0, d) stops the kernel: the session reports it
+// (fault_code::label_out_of_range) after the step.
+inline void bad_label(const KernelContext& c, std::int64_t label, std::int64_t row, std::int64_t d) {
+    c.fault->raise(fault_code::label_out_of_range, label, row, d);
 }
 
 struct cross_entropy_op {
@@ -251,7 +251,7 @@ struct cross_entropy_op {
         }
         const std::int64_t* lp = label.data<std::int64_t>();
         for (std::int64_t r = 0; r < rows; ++r) {
-            if (lp[r] < 0 || lp[r] >= d) bad_label("cross_entropy", lp[r], r, d);
+            if (lp[r] < 0 || lp[r] >= d) return bad_label(c, lp[r], r, d);
             y[r] = -std::log(xp[r * d + lp[r]]);
         }
     }
@@ -260,7 +260,7 @@ struct cross_entropy_op {
 inline OpDef cross_entropy_def() {
     OpDef d{"cross_entropy", {{"X"}, {"Label"}}, {{"Y"}}, {{"soft_label", Attribute::make_bool("soft_label", false)}},
             &cross_entropy_op::infer};
-    d.kernels[0] = cpu_kernels<cross_entropy_op, float, double>();
+    d.kernels = cpu_kernels<cross_entropy_op, float, double>();
     d.doc = "Y = -log(X[label]) per row (soft: -sum(label * log(X)))";
     d.no_grad_inputs = {"Label"};
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -316,7 +316,7 @@ struct cross_entropy_grad_op {
         }
         const std::int64_t* lp = c.in(Label).data<std::int64_t>();
         for (std::int64_t r = 0; r < rows; ++r) {
-            if (lp[r] < 0 || lp[r] >= d) bad_label("cross_entropy_grad", lp[r], r, d);
+            if (lp[r] < 0 || lp[r] >= d) return bad_label(c, lp[r], r, d);
             std::fill(dx + r * d, dx + (r + 1) * d, T(0));
             dx[r * d + lp[r]] = -dy[r] / xp[r * d + lp[r]];
         }
@@ -326,7 +326,7 @@ struct cross_entropy_grad_op {
 inline OpDef cross_entropy_grad_def() {
     OpDef d{"cross_entropy_grad", {{"X"}, {"Label"}, {"Y@GRAD"}}, {{"X@GRAD"}},
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &cross_entropy_grad_op::infer};
-    d.kernels[0] = cpu_kernels<cross_entropy_grad_op, float, double>();
+    d.kernels = cpu_kernels<cross_entropy_grad_op, float, double>();
     d.doc = "X@GRAD = -Y@GRAD / X at the label (soft: -Y@GRAD * Label / X)";
     return d;
 }
@@ -367,7 +367,7 @@ struct softmax_with_cross_entropy_op {
                 loss[r] = acc;
             } else {
                 const std::int64_t l = hard_p[r];
-                if (l < 0 || l >= d) bad_label("softmax_with_cross_entropy", l, r, d);
+                if (l < 0 || l >= d) return bad_label(c, l, r, d);
                 const T lse = softmax_row(xr, sm + r * d, d);
                 loss[r] = lse - xr[l];
             }
@@ -378,7 +378,7 @@ struct softmax_with_cross_entropy_op {
 inline OpDef softmax_with_cross_entropy_def() {
     OpDef d{"softmax_with_cross_entropy", {{"Logits"}, {"Label"}}, {{"Softmax"}, {"Loss"}},
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_op::infer};
-    d.kernels[0] = cpu_kernels<softmax_with_cross_entropy_op, float, double>();
+    d.kernels = cpu_kernels<softmax_with_cross_entropy_op, float, double>();
     d.doc = "Softmax = softmax(Logits); Loss = cross entropy of Softmax and Label, computed stably";
     // As in Paddle, only Loss is differentiated: the gradient reads the saved
     // Softmax, never the logits, and a gradient reaching the Softmax output
@@ -431,7 +431,7 @@ struct softmax_with_cross_entropy_grad_op {
         }
         const std::int64_t* lp = c.in(Label).data<std::int64_t>();
         for (std::int64_t r = 0; r < rows; ++r) {
-            if (lp[r] < 0 || lp[r] >= d) bad_label("softmax_with_cross_entropy_grad", lp[r], r, d);
+            if (lp[r] < 0 || lp[r] >= d) return bad_label(c, lp[r], r, d);
             const T g = dl[r];
             binary_loop(d, p + r * d, 1, &g, 0, dx + r * d, mul_fn{});
             dx[r * d + lp[r]] -= g;
@@ -442,7 +442,7 @@ struct softmax_with_cross_entropy_grad_op {
 inline OpDef softmax_with_cross_entropy_grad_def() {
     OpDef d{"softmax_with_cross_entropy_grad", {{"Label"}, {"Softmax"}, {"Loss@GRAD"}}, {{"Logits@GRAD"}},
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_grad_op::infer};
-    d.kernels[0] = cpu_kernels<softmax_with_cross_entropy_grad_op, float, double>();
+    d.kernels = cpu_kernels<softmax_with_cross_entropy_grad_op, float, double>();
     d.kernel_slot = 1;  // Softmax: Label may be INT64
     d.doc = "Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (soft: Softmax * sum(Label) - Label)";
     return d;
