@@ -28,7 +28,7 @@
 #include <memory>
 #include <new>
 
-#include "dlgraph/simd.hpp"
+#include "dlgraph/kernels/vec.hpp"
 #include "dlgraph/thread_pool.hpp"
 
 #ifdef DLGRAPH_USE_CBLAS

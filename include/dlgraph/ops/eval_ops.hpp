@@ -141,3 +141,4 @@ inline OpDef accuracy_def() {
 }
 
 }  // namespace dlgraph::ops
+

@@ -69,3 +69,4 @@ inline OpDef fetch_def() {
 }
 
 }  // namespace dlgraph::ops
+

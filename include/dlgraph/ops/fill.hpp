@@ -131,3 +131,4 @@ inline OpDef fill_any_like_def() {
 }
 
 }  // namespace dlgraph::ops
+

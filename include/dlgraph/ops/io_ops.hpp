@@ -570,3 +570,4 @@ inline OpDef load_combine_def() {
 
 }  // namespace ops
 }  // namespace dlgraph
+

@@ -451,3 +451,4 @@ inline OpDef matmul_grad_def() {
 }
 
 }  // namespace dlgraph::ops
+

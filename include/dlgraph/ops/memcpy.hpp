@@ -28,3 +28,4 @@ inline OpDef memcpy_h2d_def() { return memcpy_def("memcpy_h2d", "Out = X, copied
 inline OpDef memcpy_d2h_def() { return memcpy_def("memcpy_d2h", "Out = X, copied from the device to the host"); }
 
 }  // namespace dlgraph::ops
+

@@ -155,3 +155,4 @@ inline OpDef adam_def() {
 }
 
 }  // namespace dlgraph::ops
+

@@ -279,3 +279,4 @@ inline OpDef reduce_mean_grad_def() { return reduce_grad_def<reduce_mean_kind>("
 inline OpDef reduce_max_grad_def() { return reduce_grad_def<reduce_max_kind>("reduce_max_grad"); }
 
 }  // namespace dlgraph::ops
+

@@ -629,3 +629,4 @@ inline OpDef sum_def() {
 }
 
 }  // namespace dlgraph::ops
+

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "dlgraph/ops/op_util.hpp"
-#include "dlgraph/simd.hpp"
+#include "dlgraph/kernels/vec.hpp"
 
 namespace dlgraph::ops {
 
@@ -449,3 +449,4 @@ inline OpDef softmax_with_cross_entropy_grad_def() {
 }
 
 }  // namespace dlgraph::ops
+

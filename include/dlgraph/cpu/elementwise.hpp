@@ -1,0 +1,192 @@
+// The CPU kernels of the element-wise ops (ops/elementwise.hpp): the kernel
+// core's loops (kernels/elementwise.hpp) split over the thread pool when
+// long, broadcasting, the integer division check, and each op's kernel
+// table and fusion entry.
+#pragma once
+
+#include <cstring>
+
+#include "dlgraph/kernels/elementwise.hpp"
+#include "dlgraph/op.hpp"
+#include "dlgraph/ops/elementwise.hpp"
+#include "dlgraph/thread_pool.hpp"
+
+namespace dlgraph::cpu_ops {
+
+using kernels::simd_type;
+
+// Elements per thread below which a loop stays on one thread.
+inline constexpr std::int64_t loop_per_thread = std::int64_t(1) << 16;
+
+// Splits [0, n) into up to parallelism() pieces that start on whole vectors
+// (so every element is computed as a serial loop would), and runs
+// piece(begin, end) for each.
+template <class T, class P> inline void split_loop(std::int64_t n, P piece) {
+    const int tasks = static_cast<int>(std::clamp<std::int64_t>(n / loop_per_thread, 1, parallelism()));
+    if (tasks == 1) return piece(std::int64_t(0), n);
+    constexpr std::int64_t W = simd_type<T> ? static_cast<std::int64_t>(kernels::batch<T>::size) : 1;
+    parallel_for(tasks, [&](int t) {
+        const std::int64_t b = n * t / tasks / W * W, e = t + 1 == tasks ? n : n * (t + 1) / tasks / W * W;
+        piece(b, e);
+    });
+}
+
+// The loops kernels call: threaded when long (results as serial).
+template <class T, class F>
+inline void binary_loop(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) {
+    split_loop<T>(n, [&](std::int64_t b, std::int64_t e) {
+        kernels::binary_loop_serial(e - b, x + b * sx, sx, y + b * sy, sy, z + b, f);
+    });
+}
+template <class T, class F> inline void unary_loop(std::int64_t n, const T* x, T* z, F f) {
+    split_loop<T>(n, [&](std::int64_t b, std::int64_t e) { kernels::unary_loop_serial(e - b, x + b, z + b, f); });
+}
+
+// Runs f over broadcast operands: the output is visited in row-major order
+// with an inner run as long as both operands keep one access pattern.
+template <class T, class F> void broadcast_apply(const Tensor& X, const Tensor& Y, std::int64_t axis, Tensor& Z, F f) {
+    const T* x = X.data<T>();
+    const T* y = Y.data<T>();
+    T* z = Z.data<T>();
+    const std::int64_t n = Z.numel();
+    if (n == 0) return;
+    if (X.numel() == n && Y.numel() == n) return binary_loop(n, x, 1, y, 1, z, f);
+    if (Y.numel() == 1 && X.numel() == n) return binary_loop(n, x, 1, y, 0, z, f);
+    if (X.numel() == 1 && Y.numel() == n) return binary_loop(n, x, 0, y, 1, z, f);
+    const kernels::broadcast_geometry g = kernels::broadcast_walk_of(
+        X.shape().begin(), X.rank(), Y.shape().begin(), Y.rank(), axis, Z.shape().begin(), Z.rank());
+    kernels::broadcast_runs(g, n, [&](std::int64_t ox, std::int64_t oy, std::int64_t oz) {
+        binary_loop(g.inner, x + ox, g.sx, y + oy, g.sy, z + oz, f);
+    });
+}
+
+// The Fusible entry of an op whose math is functor F (binary or unary).
+template <class F, int Arity> Fusible fusible_of() {
+    auto block = []<class T>(type_tag<T>) -> BlockFn {
+        return [](std::int64_t n, const void* x, int sx, const void* y, int sy, void* z) {
+            if constexpr (Arity == 2)
+                kernels::binary_loop_serial(n, static_cast<const T*>(x), sx, static_cast<const T*>(y), sy,
+                                            static_cast<T*>(z), F{});
+            else
+                kernels::unary_loop_serial(n, static_cast<const T*>(x), static_cast<T*>(z), F{});
+            (void)sx, (void)y, (void)sy;
+        };
+    };
+    return {Arity, block(type_tag<float>{}), block(type_tag<double>{})};
+}
+
+template <class Fn> struct elementwise_binary {
+    enum { X = 0, Y = 1 };
+    enum { axis = 0 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, kernels::div_fn>) {
+            // Every element of Y divides some element of a non-empty output.
+            if (c.out(0).numel() > 0 && kernels::find_zero(c.in(Y).template data<T>(), c.in(Y).numel()))
+                return c.fault->raise(fault_code::div_by_zero);
+        }
+        broadcast_apply<T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0), Fn{});
+    }
+    static void attach(OpDef& d) {
+        d.kernels = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
+        if constexpr (!std::is_same_v<Fn, kernels::pow_fn>) d.fusible = fusible_of<Fn, 2>();
+    }
+};
+
+template <class Fn> struct elementwise_binary_grad {
+    enum { X = 0, Y = 1, Out = 2, DOut = 3 };
+    enum { DX = 0, DY = 1 };
+    enum { axis = 0 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        const Shape& zs = c.in(DOut).shape();
+        const kernels::broadcast_geometry g = kernels::broadcast_walk_of(x.shape().begin(), x.rank(), y.shape().begin(),
+                                                                         y.rank(), c.attr(axis).i, zs.begin(), zs.rank());
+        kernels::binary_grad(g, zs.numel(), x.numel(), y.numel(), x.template data<T>(), y.template data<T>(),
+                             c.in(Out).template data<T>(), c.in(DOut).template data<T>(),
+                             c.out_count(DX) ? c.out(DX).template data<T>() : nullptr,
+                             c.out_count(DY) ? c.out(DY).template data<T>() : nullptr, Fn{});
+    }
+    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_binary_grad, float, double>(); }
+};
+
+template <class Fn, class... Ts> struct elementwise_unary {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(), Fn{});
+    }
+    static void attach(OpDef& d) {
+        d.kernels = cpu_kernels<elementwise_unary, Ts...>();
+        d.fusible = fusible_of<Fn, 1>();
+    }
+};
+
+template <class Fn> struct elementwise_unary_grad {
+    enum { X = 0, Out = 1, DOut = 2 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::unary_grad_loop(c.in(X).numel(), c.in(X).template data<T>(), c.in(Out).template data<T>(),
+                                 c.in(DOut).template data<T>(), c.out(0).template data<T>(), Fn{});
+    }
+    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_grad, float, double>(); }
+};
+
+struct scale_op {
+    enum { scale = 0, bias = 1, bias_after_scale = 2 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T s = static_cast<T>(c.attr(scale).f), b = static_cast<T>(c.attr(bias).f);
+        const std::int64_t n = c.in(0).numel();
+        if (c.attr(bias_after_scale).b)
+            unary_loop(n, c.in(0).template data<T>(), c.out(0).template data<T>(), kernels::scale_fn<T, true>{s, b});
+        else
+            unary_loop(n, c.in(0).template data<T>(), c.out(0).template data<T>(), kernels::scale_fn<T, false>{s, b});
+    }
+};
+
+struct assign_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        if (x.raw() != c.out(0).raw() && x.bytes()) std::memcpy(c.out(0).raw(), x.raw(), x.bytes());
+    }
+};
+
+inline void elementwise_add_kernels(OpDef& d) { elementwise_binary<kernels::add_fn>::attach(d); }
+inline void elementwise_sub_kernels(OpDef& d) { elementwise_binary<kernels::sub_fn>::attach(d); }
+inline void elementwise_mul_kernels(OpDef& d) { elementwise_binary<kernels::mul_fn>::attach(d); }
+inline void elementwise_div_kernels(OpDef& d) { elementwise_binary<kernels::div_fn>::attach(d); }
+inline void elementwise_max_kernels(OpDef& d) { elementwise_binary<kernels::max_fn>::attach(d); }
+inline void elementwise_min_kernels(OpDef& d) { elementwise_binary<kernels::min_fn>::attach(d); }
+inline void elementwise_pow_kernels(OpDef& d) { elementwise_binary<kernels::pow_fn>::attach(d); }
+inline void elementwise_add_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::add_fn>::attach(d); }
+inline void elementwise_sub_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::sub_fn>::attach(d); }
+inline void elementwise_mul_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::mul_fn>::attach(d); }
+inline void elementwise_div_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::div_fn>::attach(d); }
+inline void elementwise_max_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::max_fn>::attach(d); }
+inline void elementwise_min_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::min_fn>::attach(d); }
+inline void elementwise_pow_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::pow_fn>::attach(d); }
+
+inline void relu_kernels(OpDef& d) { elementwise_unary<kernels::relu_fn, float, double>::attach(d); }
+inline void sigmoid_kernels(OpDef& d) { elementwise_unary<kernels::sigmoid_fn, float, double>::attach(d); }
+inline void tanh_kernels(OpDef& d) { elementwise_unary<kernels::tanh_fn, float, double>::attach(d); }
+inline void exp_kernels(OpDef& d) { elementwise_unary<kernels::exp_fn, float, double>::attach(d); }
+inline void log_kernels(OpDef& d) { elementwise_unary<kernels::log_fn, float, double>::attach(d); }
+inline void sqrt_kernels(OpDef& d) { elementwise_unary<kernels::sqrt_fn, float, double>::attach(d); }
+inline void abs_kernels(OpDef& d) {
+    elementwise_unary<kernels::abs_fn, float, double, std::int32_t, std::int64_t>::attach(d);
+}
+inline void square_kernels(OpDef& d) {
+    elementwise_unary<kernels::square_fn, float, double, std::int32_t, std::int64_t>::attach(d);
+}
+inline void relu_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::relu_fn>::attach(d); }
+inline void sigmoid_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::sigmoid_fn>::attach(d); }
+inline void tanh_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::tanh_fn>::attach(d); }
+inline void exp_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::exp_fn>::attach(d); }
+inline void log_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::log_fn>::attach(d); }
+inline void sqrt_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::sqrt_fn>::attach(d); }
+inline void abs_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::abs_fn>::attach(d); }
+inline void square_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::square_fn>::attach(d); }
+
+inline void scale_kernels(OpDef& d) { d.kernels = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>(); }
+inline void assign_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<assign_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+}
+
+}  // namespace dlgraph::cpu_ops

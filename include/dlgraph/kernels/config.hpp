@@ -1,0 +1,45 @@
+// The kernel core's ground rules. Under every device and the fixed models
+// sits one layer of functions on raw pointers, extents and strides: noexcept,
+// no exceptions, no heap, no threads, no containers, no xtensor. An extent is
+// a plain integer or a std::integral_constant, so one function serves a
+// Session (run-time shapes) and a fixed model (shapes in the type). Bad data
+// is reported through a KernelFault (op.hpp), never thrown.
+//
+// Vector code goes through kernels/vec.hpp: xsimd's batches where xsimd has
+// an instruction set for the target (x86, ARM NEON) and DLGRAPH_NO_SIMD is
+// not defined, else a portable array type with the same interface, so every
+// kernel has one body and a portable build of it.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define DLGRAPH_HD __host__ __device__
+#else
+#define DLGRAPH_HD
+#endif
+
+#if !defined(DLGRAPH_NO_SIMD) && !defined(__CUDACC__) && \
+    (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__ARM_NEON))
+#define DLGRAPH_SIMD 1
+#else
+#define DLGRAPH_SIMD 0
+#endif
+
+// Bytes of the portable vector type (DLGRAPH_SIMD == 0): 64 gives the same
+// lanes as AVX-512, so a portable build sums in the same order.
+#ifndef DLGRAPH_VECTOR_BYTES
+#define DLGRAPH_VECTOR_BYTES 64
+#endif
+
+namespace dlgraph::kernels {
+
+// The value of an extent: a plain integer, or a compile-time constant
+// (std::integral_constant<std::int64_t, N>) of a fixed model.
+template <class E> constexpr std::int64_t extent(E e) noexcept { return static_cast<std::int64_t>(e); }
+
+// Element types with vector kernels.
+template <class T> inline constexpr bool simd_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace dlgraph::kernels

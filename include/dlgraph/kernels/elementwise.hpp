@@ -1,0 +1,309 @@
+// Element-wise math, the kernel core of the element-wise ops: each functor
+// is written once for scalars and vectors (vm::), so the same definition
+// gives the CPU's vector loops, its scalar loops and a device's per-thread
+// code; the serial loops; the broadcast geometry (NumPy alignment or
+// Paddle's `axis`) and its walk; and the gradient loops.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "dlgraph/kernels/config.hpp"
+#include "dlgraph/kernels/vec.hpp"
+
+namespace dlgraph::kernels {
+
+inline constexpr int max_rank = 8;  // as dlgraph::Shape
+
+// ---- functors: operator() is the op, dx/dy (binary) or grad (unary) its gradient --------
+
+struct add_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return a + b; }
+    template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
+    template <class V> DLGRAPH_HD V dy(V, V, V, V d) const { return d; }
+};
+struct sub_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return a - b; }
+    template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
+    template <class V> DLGRAPH_HD V dy(V, V, V, V d) const { return -d; }
+};
+struct mul_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return a * b; }
+    template <class V> DLGRAPH_HD V dx(V, V y, V, V d) const { return d * y; }
+    template <class V> DLGRAPH_HD V dy(V x, V, V, V d) const { return d * x; }
+};
+// Integer division by zero is a fault the caller finds before dividing
+// (find_zero); a divisor of -1 negates with wrap-around, so INT_MIN / -1 is
+// INT_MIN (as NumPy gives) rather than a trap.
+struct div_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const {
+        if constexpr (std::is_integral_v<V>) {
+            if (b == -1) return static_cast<V>(std::make_unsigned_t<V>(0) - static_cast<std::make_unsigned_t<V>>(a));
+            if (b == 0) return 0;
+        }
+        return a / b;
+    }
+    template <class V> DLGRAPH_HD V dx(V, V y, V, V d) const { return d / y; }
+    template <class V> DLGRAPH_HD V dy(V, V y, V out, V d) const { return -d * out / y; }
+};
+struct max_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::max(a, b); }
+    // Ties send the gradient to Y, as PaddlePaddle does.
+    template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return vm::select(x > y, d, V(0)); }
+    template <class V> DLGRAPH_HD V dy(V x, V y, V, V d) const { return vm::select(x > y, V(0), d); }
+};
+struct min_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::min(a, b); }
+    template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return vm::select(x < y, d, V(0)); }
+    template <class V> DLGRAPH_HD V dy(V x, V y, V, V d) const { return vm::select(x < y, V(0), d); }
+};
+struct pow_fn {
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::pow(a, b); }
+    template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return d * y * vm::pow(x, y - V(1)); }
+    template <class V> DLGRAPH_HD V dy(V x, V, V out, V d) const { return d * out * vm::log(x); }
+};
+
+struct relu_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::max(a, V(0)); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return vm::select(out > V(0), dout, V(0)); }
+};
+struct sigmoid_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return V(1) / (V(1) + vm::exp(-a)); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * out * (V(1) - out); }
+};
+struct tanh_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::tanh(a); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * (V(1) - out * out); }
+};
+struct exp_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::exp(a); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * out; }
+};
+struct log_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::log(a); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout / x; }
+};
+struct sqrt_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::sqrt(a); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * V(0.5) / out; }
+};
+struct abs_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::abs(a); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        return vm::select(x > V(0), dout, vm::select(x < V(0), -dout, V(0)));
+    }
+};
+struct square_fn {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return a * a; }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * V(2) * x; }
+};
+// scale: s * x + b (BiasAfter), or s * (x + b).
+template <class T, bool BiasAfter> struct scale_fn {
+    T s, b;
+    template <class V> DLGRAPH_HD V operator()(V v) const {
+        if constexpr (BiasAfter) return v * V(s) + V(b);
+        else return (v + V(b)) * V(s);
+    }
+};
+
+// ---- serial loops ------------------------------------------------------------------------
+//
+// For FP types the last partial vector also goes through the vector path
+// (via a padded copy), so an element's result does not depend on where it
+// sits: xsimd's exp or tanh and the C library's differ in the last bit, and
+// fused chains and threads cut the data at other places than one loop.
+
+// z[i] = f(x[i * sx], y[i * sy]) for i < n, with sx, sy in {0, 1}.
+template <class T, class F>
+inline void binary_loop_serial(std::int64_t n, const T* x, int sx, const T* y, int sy, T* z, F f) noexcept {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        if (sx && sy) {
+            for (; i + W <= n; i += W) f(B::load_unaligned(x + i), B::load_unaligned(y + i)).store_unaligned(z + i);
+        } else if (sx) {
+            const B yb(*y);
+            for (; i + W <= n; i += W) f(B::load_unaligned(x + i), yb).store_unaligned(z + i);
+        } else if (sy) {
+            const B xb(*x);
+            for (; i + W <= n; i += W) f(xb, B::load_unaligned(y + i)).store_unaligned(z + i);
+        }
+        if (i < n) {
+            alignas(64) T xt[W] = {}, yt[W] = {}, zt[W];
+            for (std::int64_t k = i; k < n; ++k) {
+                xt[k - i] = x[k * sx];
+                yt[k - i] = y[k * sy];
+            }
+            f(B::load_aligned(xt), B::load_aligned(yt)).store_aligned(zt);
+            std::copy(zt, zt + (n - i), z + i);
+        }
+        return;
+    }
+    for (; i < n; ++i) z[i] = f(x[i * sx], y[i * sy]);
+}
+
+// z[i] = f(x[i]) for i < n.
+template <class T, class F> inline void unary_loop_serial(std::int64_t n, const T* x, T* z, F f) noexcept {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        for (; i + W <= n; i += W) f(B::load_unaligned(x + i)).store_unaligned(z + i);
+        if (i < n) {  // as in binary_loop_serial
+            alignas(64) T xt[W] = {}, zt[W];
+            std::copy(x + i, x + n, xt);
+            f(B::load_aligned(xt)).store_aligned(zt);
+            std::copy(zt, zt + (n - i), z + i);
+        }
+        return;
+    }
+    for (; i < n; ++i) z[i] = f(x[i]);
+}
+
+// dx[i] = f.grad(x[i], y[i], dy[i]) for i < n (a unary op's gradient).
+template <class T, class F>
+inline void unary_grad_loop(std::int64_t n, const T* x, const T* y, const T* dy, T* dx, F f) noexcept {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        for (; i + W <= n; i += W)
+            f.grad(B::load_unaligned(x + i), B::load_unaligned(y + i), B::load_unaligned(dy + i)).store_unaligned(dx + i);
+    }
+    for (; i < n; ++i) dx[i] = f.grad(x[i], y[i], dy[i]);
+}
+
+// Whether any of y[0..n) is zero (an integer division's fault).
+template <class T> inline bool find_zero(const T* y, std::int64_t n) noexcept {
+    for (std::int64_t i = 0; i < n; ++i)
+        if (y[i] == T(0)) return true;
+    return false;
+}
+
+// ---- broadcasting ------------------------------------------------------------------------
+
+// X's and Y's dims padded to one rank `r`: Y placed onto X from dim `axis`
+// (Paddle), or with axis -1 both aligned at their trailing dims (NumPy).
+// False when Y does not fit into X at that axis.
+inline bool align_dims(const std::int64_t* x, int xr, const std::int64_t* y, int yr, std::int64_t axis,
+                       std::int64_t* xa, std::int64_t* ya, int& r) noexcept {
+    if (axis == -1 || xr < yr) {
+        r = std::max(xr, yr);
+        for (int i = 0; i < r; ++i) {
+            xa[i] = i < r - xr ? 1 : x[i - (r - xr)];
+            ya[i] = i < r - yr ? 1 : y[i - (r - yr)];
+        }
+        return true;
+    }
+    if (axis < 0 || axis + yr > xr) return false;
+    r = xr;
+    for (int i = 0; i < r; ++i) {
+        xa[i] = x[i];
+        ya[i] = i < axis || i >= axis + yr ? 1 : y[i - axis];
+    }
+    return true;
+}
+
+// How a broadcasting binary op walks its output: element strides of X and
+// Y per output dim (0 along a broadcast dim), and an inner run over the
+// trailing dims where both operands keep one access pattern.
+struct broadcast_geometry {
+    int rank = 0;
+    std::int64_t zs[max_rank] = {}, xst[max_rank] = {}, yst[max_rank] = {};
+    std::int64_t inner = 1;  // elements per inner run
+    int first_outer = -1;    // the dims [0, first_outer] are walked outside the runs
+    int sx = 1, sy = 1;      // X's and Y's stride (0 or 1) within a run
+};
+
+// The geometry of Z = X op Y (dims as given; axis as align_dims). Z's dims
+// are the broadcast of X's and Y's.
+inline broadcast_geometry broadcast_walk_of(const std::int64_t* xd, int xr, const std::int64_t* yd, int yr,
+                                            std::int64_t axis, const std::int64_t* zd, int zr) noexcept {
+    broadcast_geometry g;
+    std::int64_t xa[max_rank], ya[max_rank];
+    int r = 0;
+    align_dims(xd, xr, yd, yr, axis, xa, ya, r);
+    g.rank = zr;
+    std::int64_t sx = 1, sy = 1;
+    for (int i = zr - 1; i >= 0; --i) {
+        g.zs[i] = zd[i];
+        g.xst[i] = xa[i] == 1 && zd[i] != 1 ? 0 : sx;
+        g.yst[i] = ya[i] == 1 && zd[i] != 1 ? 0 : sy;
+        sx *= xa[i];
+        sy *= ya[i];
+    }
+    int d = zr - 1;
+    while (d >= 0 && zd[d] == 1) --d;
+    if (d < 0) {  // one element
+        g.first_outer = -1;
+        g.inner = 1;
+        return g;
+    }
+    g.sx = g.xst[d] != 0;
+    g.sy = g.yst[d] != 0;
+    g.inner = zd[d];
+    int o = d - 1;
+    while (o >= 0 && ((g.xst[o] != 0) == (g.sx != 0) || zd[o] == 1) && ((g.yst[o] != 0) == (g.sy != 0) || zd[o] == 1)) {
+        g.inner *= zd[o];
+        --o;
+    }
+    g.first_outer = o;
+    return g;
+}
+
+// Calls run(x_offset, y_offset, z_offset) for every inner run of `g` over an
+// output of n elements, in order.
+template <class Run> inline void broadcast_runs(const broadcast_geometry& g, std::int64_t n, Run run) noexcept {
+    std::int64_t idx[max_rank] = {};
+    for (std::int64_t base = 0; base < n; base += g.inner) {
+        std::int64_t ox = 0, oy = 0;
+        for (int i = 0; i <= g.first_outer; ++i) {
+            ox += idx[i] * g.xst[i];
+            oy += idx[i] * g.yst[i];
+        }
+        run(ox, oy, base);
+        for (int i = g.first_outer; i >= 0; --i) {
+            if (++idx[i] < g.zs[i]) break;
+            idx[i] = 0;
+        }
+    }
+}
+
+// The gradient of a broadcasting binary op: dx[.] += f.dx(...), dy[.] +=
+// f.dy(...) accumulated over the broadcast output (an odometer with
+// incremental offsets), which sums a broadcast operand's gradient with no
+// scratch memory. dx or dy may be null (not wanted). X and Y of the same
+// size as the output take a plain loop.
+template <class T, class F>
+inline void binary_grad(const broadcast_geometry& g, std::int64_t n, std::int64_t xn, std::int64_t yn, const T* x,
+                        const T* y, const T* out, const T* d, T* dx, T* dy, F f) noexcept {
+    if (xn == n && yn == n) {  // no broadcasting
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (dx) dx[i] = f.dx(x[i], y[i], out[i], d[i]);
+            if (dy) dy[i] = f.dy(x[i], y[i], out[i], d[i]);
+        }
+        return;
+    }
+    if (dx) std::fill(dx, dx + xn, T(0));
+    if (dy) std::fill(dy, dy + yn, T(0));
+    if (n == 0) return;
+    const int r = g.rank;
+    std::int64_t idx[max_rank] = {};
+    std::int64_t ox = 0, oy = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (dx) dx[ox] += f.dx(x[ox], y[oy], out[i], d[i]);
+        if (dy) dy[oy] += f.dy(x[ox], y[oy], out[i], d[i]);
+        for (int k = r - 1; k >= 0; --k) {  // odometer, offsets kept incrementally
+            ox += g.xst[k];
+            oy += g.yst[k];
+            if (++idx[k] < g.zs[k]) break;
+            ox -= g.xst[k] * g.zs[k];
+            oy -= g.yst[k] * g.zs[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+}  // namespace dlgraph::kernels

@@ -1,0 +1,196 @@
+// Vectors for the kernel core. `batch<T>` is the widest vector of T: xsimd's
+// batch when DLGRAPH_SIMD, else `vec<T, W>`, a portable array with the same
+// interface (load/store, arithmetic, comparisons to a mask). The functions
+// in `vm` (max, select, exp, fma, ...) take scalars, vecs and xsimd batches
+// alike, so an element-wise functor is written once for all three, and a
+// scalar functor runs on a device (DLGRAPH_HD).
+//
+// A portable build gives the same bits as a SIMD build of the same lane
+// count for the arithmetic (+ - * /, sqrt, fma, max, min, select, abs) and
+// therefore for sums, products and GEMM done in the same order; exp, log,
+// tanh and pow follow the C library there, whose last bit can differ from
+// xsimd's polynomials, and a horizontal add (hadd) folds halves, which may
+// differ from an instruction set's own order.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+
+#include "dlgraph/kernels/config.hpp"
+
+#if DLGRAPH_SIMD
+#include "dlgraph/kernels/xsimd.hpp"
+#endif
+
+namespace dlgraph::kernels {
+
+template <class T, int W> struct vec_mask {
+    bool m[W];
+};
+
+template <class T, int W> struct vec {
+    static_assert(W > 0 && (W & (W - 1)) == 0, "lanes must be a power of two");
+    using value_type = T;
+    static constexpr std::size_t size = W;
+    T v[W];
+
+    vec() noexcept = default;
+    vec(T s) noexcept {  // broadcast, as xsimd's batch(T)
+        for (int i = 0; i < W; ++i) v[i] = s;
+    }
+    static vec load_unaligned(const T* p) noexcept {
+        vec r;
+        for (int i = 0; i < W; ++i) r.v[i] = p[i];
+        return r;
+    }
+    static vec load_aligned(const T* p) noexcept { return load_unaligned(p); }
+    void store_unaligned(T* p) const noexcept {
+        for (int i = 0; i < W; ++i) p[i] = v[i];
+    }
+    void store_aligned(T* p) const noexcept { store_unaligned(p); }
+
+    template <class F> static vec map(const vec& a, const vec& b, F f) noexcept {
+        vec r;
+        for (int i = 0; i < W; ++i) r.v[i] = f(a.v[i], b.v[i]);
+        return r;
+    }
+    template <class F> static vec_mask<T, W> test(const vec& a, const vec& b, F f) noexcept {
+        vec_mask<T, W> r;
+        for (int i = 0; i < W; ++i) r.m[i] = f(a.v[i], b.v[i]);
+        return r;
+    }
+    friend vec operator+(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x + y; }); }
+    friend vec operator-(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x - y; }); }
+    friend vec operator*(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x * y; }); }
+    friend vec operator/(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x / y; }); }
+    friend vec operator-(const vec& a) noexcept { return map(a, a, [](T x, T) { return -x; }); }
+    vec& operator+=(const vec& b) noexcept { return *this = *this + b; }
+    vec& operator*=(const vec& b) noexcept { return *this = *this * b; }
+    friend vec_mask<T, W> operator>(const vec& a, const vec& b) noexcept { return test(a, b, [](T x, T y) { return x > y; }); }
+    friend vec_mask<T, W> operator<(const vec& a, const vec& b) noexcept { return test(a, b, [](T x, T y) { return x < y; }); }
+    friend vec_mask<T, W> operator>=(const vec& a, const vec& b) noexcept { return test(a, b, [](T x, T y) { return x >= y; }); }
+    friend vec_mask<T, W> operator<=(const vec& a, const vec& b) noexcept { return test(a, b, [](T x, T y) { return x <= y; }); }
+};
+
+#if DLGRAPH_SIMD
+template <class T> using batch = xsimd::batch<T>;
+template <class V> inline constexpr bool is_batch = xsimd::is_batch<V>::value;
+#else
+template <class T> using batch = vec<T, DLGRAPH_VECTOR_BYTES / static_cast<int>(sizeof(T))>;
+template <class V> inline constexpr bool is_batch = false;
+template <class T, int W> inline constexpr bool is_batch<vec<T, W>> = true;
+#endif
+
+// Math on scalars, portable vecs and xsimd batches. The scalar forms are the
+// expressions dlgraph's kernels have always used (so their bits stay).
+namespace vm {
+
+template <class T>
+    requires std::is_arithmetic_v<T>
+DLGRAPH_HD inline T max(T a, T b) noexcept { return a > b ? a : b; }
+template <class T>
+    requires std::is_arithmetic_v<T>
+DLGRAPH_HD inline T min(T a, T b) noexcept { return a < b ? a : b; }
+template <class T>
+    requires std::is_arithmetic_v<T>
+DLGRAPH_HD inline T select(bool c, T a, T b) noexcept { return c ? a : b; }
+template <class T>
+    requires std::is_arithmetic_v<T>
+DLGRAPH_HD inline T abs(T a) noexcept { return a < T(0) ? -a : a; }
+template <class T>
+    requires std::is_floating_point_v<T>
+DLGRAPH_HD inline T exp(T a) noexcept { return std::exp(a); }
+template <class T>
+    requires std::is_floating_point_v<T>
+DLGRAPH_HD inline T log(T a) noexcept { return std::log(a); }
+template <class T>
+    requires std::is_floating_point_v<T>
+DLGRAPH_HD inline T tanh(T a) noexcept { return std::tanh(a); }
+template <class T>
+    requires std::is_floating_point_v<T>
+DLGRAPH_HD inline T sqrt(T a) noexcept { return std::sqrt(a); }
+template <class T>
+    requires std::is_arithmetic_v<T>
+DLGRAPH_HD inline T pow(T a, T b) noexcept {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    else return std::pow(a, b);
+}
+template <class T>
+    requires std::is_floating_point_v<T>
+DLGRAPH_HD inline T fma(T a, T b, T c) noexcept { return std::fma(a, b, c); }
+
+template <class T, int W> inline vec<T, W> max(const vec<T, W>& a, const vec<T, W>& b) noexcept {
+    return vec<T, W>::map(a, b, [](T x, T y) { return max(x, y); });
+}
+template <class T, int W> inline vec<T, W> min(const vec<T, W>& a, const vec<T, W>& b) noexcept {
+    return vec<T, W>::map(a, b, [](T x, T y) { return min(x, y); });
+}
+template <class T, int W>
+inline vec<T, W> select(const vec_mask<T, W>& c, const vec<T, W>& a, const vec<T, W>& b) noexcept {
+    vec<T, W> r;
+    for (int i = 0; i < W; ++i) r.v[i] = c.m[i] ? a.v[i] : b.v[i];
+    return r;
+}
+template <class T, int W> inline vec<T, W> abs(const vec<T, W>& a) noexcept {
+    return vec<T, W>::map(a, a, [](T x, T) { return x < T(0) ? -x : x; });
+}
+template <class T, int W> inline vec<T, W> exp(const vec<T, W>& a) noexcept {
+    return vec<T, W>::map(a, a, [](T x, T) { return std::exp(x); });
+}
+template <class T, int W> inline vec<T, W> log(const vec<T, W>& a) noexcept {
+    return vec<T, W>::map(a, a, [](T x, T) { return std::log(x); });
+}
+template <class T, int W> inline vec<T, W> tanh(const vec<T, W>& a) noexcept {
+    return vec<T, W>::map(a, a, [](T x, T) { return std::tanh(x); });
+}
+template <class T, int W> inline vec<T, W> sqrt(const vec<T, W>& a) noexcept {
+    return vec<T, W>::map(a, a, [](T x, T) { return std::sqrt(x); });
+}
+template <class T, int W> inline vec<T, W> pow(const vec<T, W>& a, const vec<T, W>& b) noexcept {
+    return vec<T, W>::map(a, b, [](T x, T y) { return std::pow(x, y); });
+}
+template <class T, int W> inline vec<T, W> fma(const vec<T, W>& a, const vec<T, W>& b, const vec<T, W>& c) noexcept {
+    vec<T, W> r;
+    for (int i = 0; i < W; ++i) r.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
+    return r;
+}
+// The sum of the lanes, folding halves: (lo + hi) until one lane is left.
+template <class T, int W> inline T hadd(const vec<T, W>& a) noexcept {
+    T t[W];
+    for (int i = 0; i < W; ++i) t[i] = a.v[i];
+    for (int w = W / 2; w > 0; w /= 2)
+        for (int i = 0; i < w; ++i) t[i] = t[i] + t[i + w];
+    return t[0];
+}
+
+#if DLGRAPH_SIMD
+template <class T, class A> inline xsimd::batch<T, A> max(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) noexcept {
+    return xsimd::max(a, b);
+}
+template <class T, class A> inline xsimd::batch<T, A> min(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) noexcept {
+    return xsimd::min(a, b);
+}
+template <class T, class A>
+inline xsimd::batch<T, A> select(const xsimd::batch_bool<T, A>& c, const xsimd::batch<T, A>& a,
+                                 const xsimd::batch<T, A>& b) noexcept {
+    return xsimd::select(c, a, b);
+}
+template <class T, class A> inline xsimd::batch<T, A> abs(const xsimd::batch<T, A>& a) noexcept { return xsimd::abs(a); }
+template <class T, class A> inline xsimd::batch<T, A> exp(const xsimd::batch<T, A>& a) noexcept { return xsimd::exp(a); }
+template <class T, class A> inline xsimd::batch<T, A> log(const xsimd::batch<T, A>& a) noexcept { return xsimd::log(a); }
+template <class T, class A> inline xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& a) noexcept { return xsimd::tanh(a); }
+template <class T, class A> inline xsimd::batch<T, A> sqrt(const xsimd::batch<T, A>& a) noexcept { return xsimd::sqrt(a); }
+template <class T, class A> inline xsimd::batch<T, A> pow(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) noexcept {
+    return xsimd::pow(a, b);
+}
+template <class T, class A>
+inline xsimd::batch<T, A> fma(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b, const xsimd::batch<T, A>& c) noexcept {
+    return xsimd::fma(a, b, c);
+}
+template <class T, class A> inline T hadd(const xsimd::batch<T, A>& a) noexcept { return xsimd::hadd(a); }
+#endif
+
+}  // namespace vm
+
+}  // namespace dlgraph::kernels
