@@ -15,6 +15,7 @@
 #include "dlgraph/config.hpp"
 #include "dlgraph/desc.hpp"
 #include "dlgraph/device.hpp"
+#include "dlgraph/kernels/config.hpp"
 #include "dlgraph/scope.hpp"
 #include "dlgraph/tensor.hpp"
 
@@ -94,8 +95,8 @@ private:
 // Bad data a kernel met: an integer division by zero, a label out of range.
 // Kernels never throw (they may run on worker threads or a device); they
 // record the first fault here and skip the work it spoils, and the session
-// throws it as a dlgraph error after the step (fault_error).
-enum class fault_code : int { none = 0, div_by_zero, label_out_of_range, k_out_of_range };
+// throws it as a dlgraph error after the step (throw_fault).
+using kernels::fault_code;
 struct KernelFault {
     std::atomic<int> code{0};
     std::int64_t a = 0, b = 0, c = 0;  // the facts of the first fault (a label, its row, the class count)
@@ -106,6 +107,9 @@ struct KernelFault {
         a = fa;
         b = fb;
         c = fc;
+    }
+    void raise(const kernels::fault& f) noexcept {
+        if (f) raise(f.code, f.a, f.b, f.c);
     }
     bool failed() const noexcept { return code.load(std::memory_order_acquire) != 0; }
     void clear() noexcept { code.store(0, std::memory_order_relaxed); }
