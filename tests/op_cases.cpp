@@ -1,0 +1,1236 @@
+// The op suite's cases (see op_cases.hpp). Each family of ops has one
+// function below; every case goes through case_builder, which declares the
+// fed inputs with their exact dims, builds the op as an OpDesc, runs the op's
+// shape inference to declare its outputs, and fetches them.
+#include "op_cases.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+using namespace dlgraph;
+
+namespace {
+
+constexpr std::uint64_t fnv_offset = 0xcbf29ce484222325ull;
+constexpr std::uint64_t fnv_prime = 0x100000001b3ull;
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = fnv_offset) {
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= fnv_prime;
+    }
+    return h;
+}
+
+// Seeded values by the suite's own mapping (portable: no std distributions).
+struct rng {
+    std::mt19937_64 g;
+    explicit rng(std::uint64_t seed) : g(seed) {}
+    double unit() { return static_cast<double>(g() >> 11) * 0x1.0p-53; }  // [0, 1)
+    // One rounding, written out: a compiler may or may not contract
+    // lo + (hi - lo) * u into an FMA (GCC does at -O2 and above in GNU mode),
+    // which would make the inputs depend on the build's flags.
+    double uniform(double lo, double hi) { return std::fma(hi - lo, unit(), lo); }
+    std::int64_t integer(std::int64_t lo, std::int64_t hi) {  // [lo, hi], in unsigned (modular) arithmetic
+        const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
+        return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + g() % span);
+    }
+};
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+constexpr DataType BOOL = DataType::BOOL, INT16 = DataType::INT16, INT32 = DataType::INT32, INT64 = DataType::INT64,
+                   FP16 = DataType::FP16, FP32 = DataType::FP32, FP64 = DataType::FP64;
+constexpr DataType all_dtypes[] = {BOOL, INT16, INT32, INT64, FP16, FP32, FP64};
+
+bool is_fp(DataType t) { return t == FP32 || t == FP64; }
+int dt(DataType t) { return static_cast<int>(t); }
+
+// ---- values -----------------------------------------------------------------------
+
+// The value of element i (converted to the tensor's dtype by static_cast).
+using gen = std::function<double(rng&, std::int64_t)>;
+
+gen uni(double lo, double hi) {
+    return [=](rng& r, std::int64_t) { return r.uniform(lo, hi); };
+}
+gen ints(std::int64_t lo, std::int64_t hi) {
+    return [=](rng& r, std::int64_t) { return static_cast<double>(r.integer(lo, hi)); };
+}
+// Multiples of `step` in [lo, hi]: many ties.
+gen grid(std::int64_t lo, std::int64_t hi, double step) {
+    return [=](rng& r, std::int64_t) { return step * static_cast<double>(r.integer(lo, hi)); };
+}
+// |v| in [lo, hi] with a random sign.
+gen away_from_zero(double lo, double hi) {
+    return [=](rng& r, std::int64_t) { return (r.integer(0, 1) ? 1.0 : -1.0) * r.uniform(lo, hi); };
+}
+gen nonzero_ints(std::int64_t lo, std::int64_t hi) {
+    return [=](rng& r, std::int64_t) { return (r.integer(0, 1) ? 1.0 : -1.0) * static_cast<double>(r.integer(lo, hi)); };
+}
+// Positive values spread over binary exponents [e0, e1] (exact arithmetic).
+gen wide_positive(int e0, int e1) {
+    return [=](rng& r, std::int64_t) { return std::ldexp(r.uniform(1.0, 2.0), static_cast<int>(r.integer(e0, e1))); };
+}
+// `first` for the first elements, then `rest`.
+gen special(std::vector<double> first, gen rest) {
+    return [first = std::move(first), rest = std::move(rest)](rng& r, std::int64_t i) {
+        return static_cast<std::size_t>(i) < first.size() ? first[static_cast<std::size_t>(i)] : rest(r, i);
+    };
+}
+
+Tensor make(DataType t, const Shape& s, rng& r, const gen& f) {
+    Tensor out(t, s);
+    const std::int64_t n = s.numel();
+    visit_dtype(t, [&]<class T>(type_tag<T>) {
+        if constexpr (std::is_same_v<T, float16>) {
+            // Raw half bits: FP16 is only stored and moved.
+            auto* p = static_cast<std::uint16_t*>(out.raw());
+            for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<std::uint16_t>(r.g() >> 48);
+        } else {
+            T* p = out.data<T>();
+            for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(f(r, i));
+        }
+    });
+    return out;
+}
+
+// Exact 64-bit integers (beyond what a double holds).
+Tensor make_i64(const Shape& s, rng& r, std::int64_t lo, std::int64_t hi) {
+    Tensor out(INT64, s);
+    for (auto& v : out.values<std::int64_t>()) v = r.integer(lo, hi);
+    return out;
+}
+
+// Rows of positive values that sum to 1 along the last dim.
+Tensor prob_rows(DataType t, const Shape& s, rng& r, double lo = 0.05) {
+    const std::int64_t d = s[s.rank() - 1], n = s.numel();
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = r.uniform(lo, 1.0);
+    for (std::int64_t row = 0; d > 0 && row < n / d; ++row) {
+        double sum = 0;
+        for (std::int64_t k = 0; k < d; ++k) sum += v[static_cast<std::size_t>(row * d + k)];
+        for (std::int64_t k = 0; k < d; ++k) v[static_cast<std::size_t>(row * d + k)] /= sum;
+    }
+    return make(t, s, r, [&](rng&, std::int64_t i) { return v[static_cast<std::size_t>(i)]; });
+}
+
+// Class indices in [0, classes).
+Tensor labels(const Shape& s, rng& r, std::int64_t classes) { return make_i64(s, r, 0, classes - 1); }
+
+// ---- building cases -------------------------------------------------------------------
+
+using slots = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+OpDesc make_op(const std::string& type, const slots& ins, const slots& outs, const std::vector<Attribute>& attrs) {
+    OpDesc od;
+    od.type = type;
+    for (auto& [s, a] : ins) od.set_input(s, a);
+    for (auto& [s, a] : outs) od.set_output(s, a);
+    for (auto& a : attrs) od.set_attr(a);
+    return od;
+}
+
+// Runs the shape inference of `od` over the metas of `blk`'s variables;
+// returns the outputs' names (slot order) and sets their metas.
+std::vector<std::string> infer_outputs(const BlockDesc& blk, const OpDesc& od, std::vector<VarMeta>& out_metas,
+                                       const std::string& where) {
+    const OpDef* def = find_op(od.type);
+    if (!def) throw std::logic_error(where + ": unknown op " + od.type);
+    const std::vector<Attribute> attrs = normalize_attrs(*def, od, where);
+    std::vector<VarMeta> in_metas;
+    for (auto& n : slot_args(def->inputs, od.inputs)) {
+        const VarDesc* v = blk.find_var(n);
+        if (!v) throw std::logic_error(where + ": input '" + n + "' is not declared");
+        in_metas.push_back({v->data_type, Shape(v->dims)});
+    }
+    std::vector<std::string> out_names = slot_args(def->outputs, od.outputs);
+    out_metas.assign(out_names.size(), VarMeta{});
+    std::vector<const VarMeta*> ip;
+    std::vector<VarMeta*> op;
+    for (auto& m : in_metas) ip.push_back(&m);
+    for (auto& m : out_metas) op.push_back(&m);
+    infer_op(*def, od, attrs, ip, op, where);
+    return out_names;
+}
+
+class case_builder {
+public:
+    explicit case_builder(std::string name) { c_.name = std::move(name); }
+
+    // The generator of input `var`: seeded by the case's and the variable's names.
+    rng rng_for(std::string_view var) const { return rng(fnv1a(var, fnv1a("|", fnv1a(c_.name)))); }
+
+    // Declares `var` (exact dims) and feeds it `t`.
+    case_builder& in(const std::string& var, Tensor t, bool persistable = false) {
+        VarDesc vd;
+        vd.name = var;
+        vd.data_type = t.dtype();
+        vd.dims = t.shape().vec();
+        vd.persistable = persistable;
+        block().vars.push_back(std::move(vd));
+        c_.feeds.emplace_back(var, std::move(t));
+        return *this;
+    }
+    case_builder& in(const std::string& var, DataType t, const Shape& s, const gen& f, bool persistable = false) {
+        rng r = rng_for(var);
+        return in(var, make(t, s, r, f), persistable);
+    }
+    // A persistable input (optimizer state, a weight).
+    case_builder& param(const std::string& var, DataType t, const Shape& s, const gen& f) { return in(var, t, s, f, true); }
+
+    // Appends the op; its outputs not yet declared are declared with the
+    // dtypes and dims its shape inference gives.
+    case_builder& op(const std::string& type, const slots& ins, const slots& outs, const std::vector<Attribute>& attrs = {}) {
+        OpDesc od = make_op(type, ins, outs, attrs);
+        std::vector<VarMeta> metas;
+        last_outs_ = infer_outputs(block(), od, metas, c_.name);
+        for (std::size_t k = 0; k < last_outs_.size(); ++k) {
+            if (block().find_var(last_outs_[k])) continue;
+            VarDesc vd;
+            vd.name = last_outs_[k];
+            vd.data_type = metas[k].dtype;
+            vd.dims = metas[k].shape.vec();
+            block().vars.push_back(std::move(vd));
+        }
+        block().ops.push_back(std::move(od));
+        return *this;
+    }
+    case_builder& fetch(const std::string& var) {
+        c_.fetch.push_back(var);
+        return *this;
+    }
+    // Fetches every output of the last op unless fetch() chose.
+    op_case done() {
+        if (c_.fetch.empty()) c_.fetch = last_outs_;
+        return std::move(c_);
+    }
+
+private:
+    BlockDesc& block() { return c_.program.blocks[0]; }
+    op_case c_;
+    std::vector<std::string> last_outs_;
+};
+
+// The shape op `type` gives output `out_slot` for inputs of these shapes
+// (used to shape the Out@GRAD inputs of grad ops).
+Shape forward_shape(const std::string& type, DataType t, const std::vector<std::pair<std::string, Shape>>& ins,
+                    const std::vector<Attribute>& attrs, const std::string& out_slot) {
+    BlockDesc blk;
+    slots in_slots;
+    for (auto& [slot, s] : ins) {
+        VarDesc vd;
+        vd.name = "in_" + slot;
+        vd.data_type = t;
+        vd.dims = s.vec();
+        blk.vars.push_back(vd);
+        in_slots.push_back({slot, {vd.name}});
+    }
+    const OpDef* def = find_op(type);
+    slots out_slots;
+    for (auto& sd : def->outputs) out_slots.push_back({std::string(sd.name), {"out_" + std::string(sd.name)}});
+    const OpDesc od = make_op(type, in_slots, out_slots, attrs);
+    std::vector<VarMeta> metas;
+    const std::vector<std::string> names = infer_outputs(blk, od, metas, "forward_shape(" + type + ")");
+    for (std::size_t k = 0; k < names.size(); ++k)
+        if (names[k] == "out_" + out_slot) return metas[k].shape;
+    throw std::logic_error("forward_shape: no output " + out_slot);
+}
+
+std::string case_name(std::string_view op, DataType t, std::string_view variant) {
+    return std::string(op) + "/" + to_string(t) + "/" + std::string(variant);
+}
+
+Attribute a_int(const char* n, std::int64_t v) { return Attribute::make_int(n, v); }
+Attribute a_float(const char* n, double v) { return Attribute::make_float(n, v); }
+Attribute a_bool(const char* n, bool v) { return Attribute::make_bool(n, v); }
+Attribute a_ints(const char* n, std::vector<std::int64_t> v) { return Attribute::make_ints(n, std::move(v)); }
+
+using case_list = std::vector<op_case>;
+
+// ---- element-wise binary ops and their grads -------------------------------------------------
+
+struct binary_spec {
+    const char* op;
+    gen x_fp, y_fp, x_int, y_int;
+};
+
+std::vector<binary_spec> binary_specs() {
+    return {
+        {"elementwise_add", uni(-2, 2), uni(-2, 2), ints(-1000, 1000), ints(-1000, 1000)},
+        {"elementwise_sub", uni(-2, 2), uni(-2, 2), ints(-1000, 1000), ints(-1000, 1000)},
+        {"elementwise_mul", uni(-2, 2), uni(-2, 2), ints(-100, 100), ints(-100, 100)},
+        {"elementwise_div", uni(-2, 2), away_from_zero(0.25, 2), ints(-1000, 1000), nonzero_ints(1, 9)},
+        // Coarse grids, so X and Y tie often (max/min grads send ties to Y).
+        {"elementwise_max", grid(-4, 4, 0.5), grid(-4, 4, 0.5), ints(-3, 3), ints(-3, 3)},
+        {"elementwise_min", grid(-4, 4, 0.5), grid(-4, 4, 0.5), ints(-3, 3), ints(-3, 3)},
+        // A positive base; integer exponents may be negative (truncated results).
+        {"elementwise_pow", uni(0.1, 3), uni(-2, 3), ints(1, 9), ints(-2, 6)},
+    };
+}
+
+constexpr std::int64_t no_axis = -1;
+
+void binary_cases(case_list& out) {
+    for (const binary_spec& b : binary_specs()) {
+        auto one = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, std::int64_t axis = no_axis) {
+            const bool fp = is_fp(t);
+            case_builder cb(case_name(b.op, t, variant));
+            cb.in("x", t, xs, fp ? b.x_fp : b.x_int).in("y", t, ys, fp ? b.y_fp : b.y_int);
+            std::vector<Attribute> at;
+            if (axis != no_axis) at.push_back(a_int("axis", axis));
+            cb.op(b.op, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+        };
+        one("same_shape_1023", FP32, {3, 341}, {3, 341});
+        one("same_shape_7", FP64, {7}, {7});
+        one("size_1", FP32, {1}, {1});
+        one("scalar_y", FP32, {5, 7}, {1});
+        one("scalar_x", FP64, {1}, {4, 9});
+        one("numpy_broadcast", FP32, {4, 1, 5}, {3, 5});
+        one("numpy_broadcast_y_longer", FP64, {5}, {2, 3, 5});
+        one("broadcast_axis1", FP64, {2, 3, 4, 5}, {3, 4}, 1);
+        one("broadcast_axis0", FP32, {6, 7}, {6}, 0);
+        one("broadcast_row_axis1", FP32, {3, 17}, {17}, 1);
+        one("empty", FP32, {0, 5}, {5});
+        one("same_shape_1023", INT32, {3, 341}, {3, 341});
+        one("broadcast_row", INT32, {3, 7}, {7});
+        one("same_shape_7", INT64, {7}, {7});
+        one("broadcast_axis1", INT64, {2, 3, 4}, {3}, 1);
+    }
+    // Large enough to be split on the thread pool (> 64K elements per thread).
+    auto large = [&](const char* op, std::string_view variant, DataType t, const Shape& xs, const Shape& ys,
+                     std::int64_t axis = no_axis) {
+        for (const binary_spec& b : binary_specs()) {
+            if (std::string_view(b.op) != op) continue;
+            case_builder cb(case_name(op, t, variant));
+            cb.in("x", t, xs, b.x_fp).in("y", t, ys, b.y_fp);
+            std::vector<Attribute> at;
+            if (axis != no_axis) at.push_back(a_int("axis", axis));
+            cb.op(op, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+        }
+    };
+    large("elementwise_add", "large_same_shape_307200", FP32, {600, 512}, {600, 512});
+    large("elementwise_sub", "large_broadcast_axis0_307200", FP64, {600, 512}, {600}, 0);
+    large("elementwise_mul", "large_row_broadcast_307200", FP32, {600, 512}, {512});
+    large("elementwise_div", "large_scalar_y_307201", FP32, {307201}, {1});
+    large("elementwise_max", "large_same_shape_307200", FP64, {600, 512}, {600, 512});
+    large("elementwise_min", "large_same_shape_300007", FP32, {300007}, {300007});
+    large("elementwise_pow", "large_same_shape_307200", FP32, {600, 512}, {600, 512});
+}
+
+void binary_grad_cases(case_list& out) {
+    for (const binary_spec& b : binary_specs()) {
+        const std::string grad = std::string(b.op) + "_grad";
+        auto one = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, std::int64_t axis,
+                       bool want_dx = true, bool want_dy = true) {
+            case_builder cb(case_name(grad, t, variant));
+            std::vector<Attribute> at;
+            if (axis != no_axis) at.push_back(a_int("axis", axis));
+            const Shape os = forward_shape(b.op, t, {{"X", xs}, {"Y", ys}}, at, "Out");
+            // Out and Out@GRAD are plain values of Out's shape: the kernels'
+            // math does not need Out to be X op Y (div and pow read it).
+            cb.in("x", t, xs, b.x_fp).in("y", t, ys, b.y_fp).in("out", t, os, uni(0.5, 2)).in("out@GRAD", t, os, uni(-1, 1));
+            slots outs;
+            if (want_dx) outs.push_back({"X@GRAD", {"x@GRAD"}});
+            if (want_dy) outs.push_back({"Y@GRAD", {"y@GRAD"}});
+            cb.op(grad, {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, outs, at);
+            out.push_back(cb.done());
+        };
+        one("same_shape_1023", FP32, {3, 341}, {3, 341}, no_axis);
+        one("same_shape_7", FP64, {7}, {7}, no_axis);
+        one("broadcast_axis1", FP32, {2, 3, 4, 5}, {3, 4}, 1);
+        one("numpy_broadcast_both", FP64, {4, 1, 5}, {3, 5}, no_axis);
+        one("scalar_y", FP64, {5, 7}, {1}, no_axis);
+        one("only_x_grad", FP32, {4, 6}, {6}, no_axis, true, false);
+        one("only_y_grad", FP64, {4, 6}, {4}, 0, false, true);
+        one("empty", FP32, {0, 5}, {5}, no_axis);
+        one("row_broadcast_32832", FP32, {64, 513}, {513}, no_axis);
+    }
+}
+
+// ---- element-wise unary ops, their grads, scale and assign -------------------------------------
+
+struct unary_spec {
+    const char* op;
+    gen fp;               // ordinary inputs
+    gen extreme;          // edge values in the op's domain
+    bool has_int = false;  // INT32 / INT64 kernels
+};
+
+std::vector<unary_spec> unary_specs() {
+    const double fmax = std::numeric_limits<float>::max(), fmin = std::numeric_limits<float>::min();
+    const double fden = std::numeric_limits<float>::denorm_min();
+    const std::vector<double> signed_edges{0.0, -0.0, 1.5, -1.5, inf, -inf, nan, fden, -fden, fmin, -fmax, fmax, 1e20, -1e20};
+    return {
+        {"relu", uni(-3, 3), special(signed_edges, uni(-3, 3))},
+        {"sigmoid", uni(-8, 8), special({0.0, -0.0, inf, -inf, 88.0, -88.0, 104.0, -104.0, 1e-30, -1e-30}, uni(-120, 120))},
+        {"tanh", uni(-4, 4), special({0.0, -0.0, inf, -inf, 9.0, -9.0, 20.0, -20.0, 1e-30, -1e-30, 0.625}, uni(-30, 30))},
+        {"exp", uni(-10, 10), special({0.0, -0.0, inf, -inf, 88.72, 88.73, -87.3, -103.9, -745.2, 709.8, 1e-30}, uni(-120, 120))},
+        {"log", wide_positive(-20, 20), special({0.0, inf, fden, fmin, 1.0, fmax, 2.0, 0.5}, wide_positive(-120, 120))},
+        {"sqrt", wide_positive(-20, 20), special({0.0, -0.0, inf, fden, fmin, 1.0, fmax, 4.0, 2.0}, wide_positive(-120, 120))},
+        {"abs", uni(-3, 3), special(signed_edges, uni(-3, 3)), true},
+        {"square", uni(-3, 3), special(signed_edges, uni(-3, 3)), true},
+    };
+}
+
+void unary_cases(case_list& out) {
+    for (const unary_spec& u : unary_specs()) {
+        auto one = [&](std::string_view variant, DataType t, const Shape& s, const gen& g) {
+            case_builder cb(case_name(u.op, t, variant));
+            cb.in("x", t, s, g).op(u.op, {{"X", {"x"}}}, {{"Out", {"out"}}});
+            out.push_back(cb.done());
+        };
+        one("odd_1023", FP32, {1023}, u.fp);
+        one("odd_7", FP64, {7}, u.fp);
+        one("size_1", FP32, {1}, u.fp);
+        one("rank3_3x5x7", FP64, {3, 5, 7}, u.fp);
+        one("empty", FP32, {0, 4}, u.fp);
+        one("edge_values_45", FP32, {45}, u.extreme);
+        one("edge_values_45", FP64, {45}, u.extreme);
+        one("large_307200", FP32, {307200}, u.fp);
+        if (u.has_int) {
+            one("odd_1023", INT32, {1023}, ints(-40000, 40000));
+            one("odd_7", INT64, {7}, ints(-3000000000, 3000000000));
+        }
+    }
+}
+
+void unary_grad_cases(case_list& out) {
+    for (const unary_spec& u : unary_specs()) {
+        const std::string grad = std::string(u.op) + "_grad";
+        const std::string_view op = u.op;
+        // log_grad divides by X, sqrt_grad by Out: both kept away from 0.
+        const gen x = op == "log" ? wide_positive(-4, 4) : op == "abs" ? grid(-8, 8, 0.25) : uni(-3, 3);
+        const gen o = op == "sqrt" ? wide_positive(-4, 4) : op == "relu" ? grid(-4, 4, 0.5) : uni(-1, 1);
+        auto one = [&](std::string_view variant, DataType t, const Shape& s) {
+            case_builder cb(case_name(grad, t, variant));
+            cb.in("x", t, s, x).in("out", t, s, o).in("out@GRAD", t, s, uni(-1, 1));
+            cb.op(grad, {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}});
+            out.push_back(cb.done());
+        };
+        one("odd_1023", FP32, {1023});
+        one("odd_7", FP64, {7});
+        one("rank2_13x17", FP32, {13, 17});
+        one("size_1", FP64, {1});
+        one("empty", FP32, {0, 3});
+    }
+}
+
+void scale_assign_cases(case_list& out) {
+    auto scale = [&](std::string_view variant, DataType t, const Shape& s, const gen& g, std::vector<Attribute> at) {
+        case_builder cb(case_name("scale", t, variant));
+        cb.in("x", t, s, g).op("scale", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    scale("bias_after_scale_1023", FP32, {1023}, uni(-3, 3), {a_float("scale", 1.7), a_float("bias", -0.3)});
+    scale("bias_before_scale_7", FP64, {7}, uni(-3, 3),
+          {a_float("scale", -2.5), a_float("bias", 0.125), a_bool("bias_after_scale", false)});
+    scale("defaults", FP64, {3, 5}, uni(-3, 3), {});
+    scale("empty", FP32, {0}, uni(-3, 3), {a_float("scale", 3.0)});
+    scale("ints_1023", INT32, {1023}, ints(-1000, 1000), {a_float("scale", 3.0), a_float("bias", -7.0)});
+    // Integer kernels truncate the attributes: scale 2.5 acts as 2, bias 1.9 as 1.
+    scale("fractional_attrs", INT64, {9}, ints(-1000, 1000), {a_float("scale", 2.5), a_float("bias", 1.9)});
+    scale("fractional_attrs_bias_before_scale", INT32, {9}, ints(-1000, 1000),
+          {a_float("scale", -1.5), a_float("bias", 2.7), a_bool("bias_after_scale", false)});
+    scale("large_307200", FP32, {307200}, uni(-3, 3), {a_float("scale", 0.3), a_float("bias", 1.1)});
+
+    const Shape shapes[] = {{13}, {7, 3}, {1023}, {5}, {9}, {2, 3, 5}, {1}};
+    for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
+        const DataType t = all_dtypes[k];
+        case_builder cb(case_name("assign", t, "copy"));
+        cb.in("x", t, shapes[k], t == BOOL ? ints(0, 1) : is_fp(t) ? uni(-5, 5) : ints(-30000, 30000));
+        cb.op("assign", {{"X", {"x"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+    case_builder cb(case_name("assign", FP32, "empty"));
+    cb.in("x", FP32, {0, 2}, uni(-1, 1)).op("assign", {{"X", {"x"}}}, {{"Out", {"out"}}});
+    out.push_back(cb.done());
+}
+
+// ---- creators ------------------------------------------------------------------------------------
+
+void fill_cases(case_list& out) {
+    auto fill = [&](std::string_view variant, DataType t, std::vector<std::int64_t> shape, double value) {
+        case_builder cb(case_name("fill_constant", t, variant));
+        cb.op("fill_constant", {}, {{"Out", {"out"}}},
+              {a_ints("shape", std::move(shape)), a_float("value", value), a_int("dtype", dt(t))});
+        out.push_back(cb.done());
+    };
+    fill("true_5", BOOL, {5}, 1.0);
+    fill("minus3_2x3", INT16, {2, 3}, -3.0);
+    fill("7_1023", INT32, {1023}, 7.0);
+    fill("big_3", INT64, {3}, 123456789012.0);
+    fill("pi_7x9", FP32, {7, 9}, 3.14159265358979);
+    fill("tenth_4", FP64, {4}, -0.1);
+    fill("rank0", FP32, {}, 2.5);
+    fill("empty", FP32, {0, 3}, 1.0);
+
+    auto uniform = [&](std::string_view variant, DataType t, std::vector<std::int64_t> shape, double lo, double hi,
+                       std::int64_t seed) {
+        case_builder cb(case_name("uniform_random", t, variant));
+        cb.op("uniform_random", {}, {{"Out", {"out"}}},
+              {a_ints("shape", std::move(shape)), a_float("min", lo), a_float("max", hi), a_int("seed", seed),
+               a_int("dtype", dt(t))});
+        out.push_back(cb.done());
+    };
+    uniform("seed17_7x13", FP32, {7, 13}, -2.0, 3.0, 17);
+    uniform("seed5_1023", FP64, {1023}, -1.0, 1.0, 5);
+    uniform("seed9_1", FP32, {1}, 0.0, 1.0, 9);
+
+    auto gaussian = [&](std::string_view variant, DataType t, std::vector<std::int64_t> shape, double mean, double sd,
+                        std::int64_t seed) {
+        case_builder cb(case_name("gaussian_random", t, variant));
+        cb.op("gaussian_random", {}, {{"Out", {"out"}}},
+              {a_ints("shape", std::move(shape)), a_float("mean", mean), a_float("std", sd), a_int("seed", seed),
+               a_int("dtype", dt(t))});
+        out.push_back(cb.done());
+    };
+    gaussian("seed3_7x13", FP32, {7, 13}, 1.0, 2.0, 3);
+    gaussian("seed11_1023", FP64, {1023}, 0.0, 1.0, 11);
+    gaussian("std0", FP32, {5}, -1.5, 0.0, 4);
+
+    auto like = [&](std::string_view variant, DataType x, const Shape& s, double value, std::int64_t to) {
+        case_builder cb(case_name("fill_any_like", x, variant));
+        cb.in("x", x, s, x == BOOL ? ints(0, 1) : ints(-9, 9));
+        std::vector<Attribute> at{a_float("value", value)};
+        if (to != -1) at.push_back(a_int("dtype", to));
+        cb.op("fill_any_like", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    like("same_dtype", FP32, {3, 4}, 2.5, -1);
+    like("to_FP32", FP64, {5}, 0.1, dt(FP32));
+    like("to_INT32", FP64, {2, 3}, -3.0, dt(INT32));
+    like("to_BOOL", INT32, {4}, 1.0, dt(BOOL));
+    like("to_FP64", INT64, {3, 1}, 0.25, dt(FP64));
+    like("to_INT64", BOOL, {6}, 7.0, dt(INT64));
+    like("same_dtype", INT16, {2, 2}, -2.0, -1);
+    like("to_INT16", FP32, {7}, 300.0, dt(INT16));
+    like("empty", FP32, {0, 3}, 1.0, -1);
+}
+
+// ---- matrix products -------------------------------------------------------------------------------
+
+void mul_cases(case_list& out) {
+    auto mul = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, std::int64_t xn,
+                   std::int64_t yn, bool weight = false) {
+        case_builder cb(case_name("mul", t, variant));
+        cb.in("x", t, xs, uni(-1, 1)).in("w", t, ys, uni(-1, 1), weight);
+        cb.op("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"out"}}},
+              {a_int("x_num_col_dims", xn), a_int("y_num_col_dims", yn)});
+        out.push_back(cb.done());
+    };
+    mul("5x7x3", FP32, {5, 7}, {7, 3}, 1, 1);
+    mul("x_num_col_dims2_y_num_col_dims2", FP64, {2, 3, 4, 5}, {4, 5, 6}, 2, 2);
+    mul("x_num_col_dims1_rank3", FP32, {3, 4, 5}, {20, 6}, 1, 1);
+    mul("small_m3_129x67", FP32, {3, 129}, {129, 67}, 1, 1);
+    mul("packed_37x65x29", FP64, {37, 65}, {65, 29}, 1, 1);
+    mul("empty_m", FP32, {0, 5}, {5, 3}, 1, 1);
+    mul("empty_k", FP32, {4, 0}, {0, 3}, 1, 1);
+    mul("weight_37x65x29", FP32, {37, 65}, {65, 29}, 1, 1, true);
+    mul("weight_num_col_dims2_12x30x7", FP64, {3, 4, 5, 6}, {5, 6, 7}, 2, 2, true);
+    mul("large_256x512x256_weight", FP32, {256, 512}, {512, 256}, 1, 1, true);
+    // Few rows over many columns: the unpacked path, split by columns on threads.
+    mul("large_m4_4x1024x1031", FP64, {4, 1024}, {1024, 1031}, 1, 1);
+
+    auto grad = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, std::int64_t xn,
+                    std::int64_t yn, bool want_dx = true, bool want_dy = true) {
+        case_builder cb(case_name("mul_grad", t, variant));
+        const std::vector<Attribute> at{a_int("x_num_col_dims", xn), a_int("y_num_col_dims", yn)};
+        const Shape os = forward_shape("mul", t, {{"X", xs}, {"Y", ys}}, at, "Out");
+        cb.in("x", t, xs, uni(-1, 1)).in("w", t, ys, uni(-1, 1)).in("out@GRAD", t, os, uni(-1, 1));
+        slots outs;
+        if (want_dx) outs.push_back({"X@GRAD", {"x@GRAD"}});
+        if (want_dy) outs.push_back({"Y@GRAD", {"w@GRAD"}});
+        cb.op("mul_grad", {{"X", {"x"}}, {"Y", {"w"}}, {"Out@GRAD", {"out@GRAD"}}}, outs, at);
+        out.push_back(cb.done());
+    };
+    grad("5x7x3", FP32, {5, 7}, {7, 3}, 1, 1);
+    grad("x_num_col_dims2_y_num_col_dims2", FP64, {2, 3, 4, 5}, {4, 5, 6}, 2, 2);
+    grad("only_x_37x65x29", FP32, {37, 65}, {65, 29}, 1, 1, true, false);
+    grad("only_y_37x65x29", FP64, {37, 65}, {65, 29}, 1, 1, false, true);
+    grad("empty_k", FP32, {4, 0}, {0, 3}, 1, 1);
+    grad("large_128x256x128", FP32, {128, 256}, {256, 128}, 1, 1);
+}
+
+void matmul_cases(case_list& out) {
+    auto mm = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, bool tx, bool ty,
+                  double alpha = 1.0, bool weight = false) {
+        case_builder cb(case_name("matmul", t, variant));
+        cb.in("x", t, xs, uni(-1, 1)).in("y", t, ys, uni(-1, 1), weight);
+        std::vector<Attribute> at{a_bool("transpose_X", tx), a_bool("transpose_Y", ty)};
+        if (alpha != 1.0) at.push_back(a_float("alpha", alpha));
+        cb.op("matmul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    mm("5x7x3", FP32, {5, 7}, {7, 3}, false, false);
+    mm("transpose_x", FP64, {7, 5}, {7, 3}, true, false);
+    mm("transpose_y", FP32, {5, 7}, {3, 7}, false, true);
+    mm("transpose_both", FP64, {7, 5}, {3, 7}, true, true);
+    mm("batch_broadcast", FP32, {2, 1, 3, 4}, {5, 4, 6}, false, false);
+    mm("batch_broadcast", FP64, {2, 1, 3, 4}, {5, 4, 6}, false, false);
+    mm("batch_shared_y", FP64, {3, 4, 5}, {5, 6}, false, false);
+    mm("batch_y_only", FP32, {3, 4}, {2, 4, 5}, false, false);
+    mm("batch_transpose_x", FP64, {2, 6, 5}, {2, 6, 4}, true, false);
+    mm("x_rank1", FP32, {7}, {7, 3}, false, false);
+    mm("y_rank1", FP64, {4, 7}, {7}, false, false);
+    mm("both_rank1", FP32, {7}, {7}, false, false);
+    mm("alpha", FP64, {9, 10}, {10, 11}, false, false, 0.5);
+    mm("empty_batch", FP64, {0, 3, 4}, {4, 5}, false, false);
+    mm("packed_37x65x29", FP32, {37, 65}, {65, 29}, false, false);
+    mm("large_256x512x256", FP32, {256, 512}, {512, 256}, false, false);
+    mm("weight_batched_transpose_y", FP32, {2, 40, 96}, {72, 96}, false, true, 1.5, true);
+    mm("weight_37x65x29", FP64, {37, 65}, {65, 29}, false, false, 1.0, true);
+
+    auto grad = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, bool tx, bool ty,
+                    double alpha = 1.0, bool want_dx = true, bool want_dy = true) {
+        case_builder cb(case_name("matmul_grad", t, variant));
+        std::vector<Attribute> at{a_bool("transpose_X", tx), a_bool("transpose_Y", ty)};
+        if (alpha != 1.0) at.push_back(a_float("alpha", alpha));
+        const Shape os = forward_shape("matmul", t, {{"X", xs}, {"Y", ys}}, at, "Out");
+        cb.in("x", t, xs, uni(-1, 1)).in("y", t, ys, uni(-1, 1)).in("out@GRAD", t, os, uni(-1, 1));
+        slots outs;
+        if (want_dx) outs.push_back({"X@GRAD", {"x@GRAD"}});
+        if (want_dy) outs.push_back({"Y@GRAD", {"y@GRAD"}});
+        cb.op("matmul_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"out@GRAD"}}}, outs, at);
+        out.push_back(cb.done());
+    };
+    grad("5x7x3", FP32, {5, 7}, {7, 3}, false, false);
+    grad("transpose_x", FP64, {7, 5}, {7, 3}, true, false);
+    grad("transpose_y", FP32, {5, 7}, {3, 7}, false, true);
+    grad("transpose_both", FP64, {7, 5}, {3, 7}, true, true);
+    grad("batch_broadcast", FP32, {2, 1, 3, 4}, {5, 4, 6}, false, false);
+    grad("batch_broadcast_transpose_both", FP64, {2, 1, 4, 3}, {5, 6, 4}, true, true);
+    grad("batch_shared_y", FP64, {3, 4, 5}, {5, 6}, false, false);
+    grad("batch_shared_y_transpose_y", FP32, {3, 4, 5}, {6, 5}, false, true);
+    grad("x_rank1", FP32, {7}, {7, 3}, false, false);
+    grad("y_rank1", FP64, {4, 7}, {7}, false, false);
+    grad("alpha", FP64, {9, 10}, {10, 11}, false, false, 0.5);
+    grad("only_x", FP32, {6, 5}, {5, 4}, false, false, 1.0, true, false);
+    grad("only_y_transpose_x", FP64, {5, 6}, {5, 4}, true, false, 1.0, false, true);
+    grad("empty_batch", FP32, {0, 3, 4}, {4, 5}, false, false);
+    grad("large_128x256x128", FP32, {128, 256}, {256, 128}, false, false);
+}
+
+// ---- softmax and losses ---------------------------------------------------------------------------
+
+void softmax_cases(case_list& out) {
+    auto sm = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t axis, const gen& g) {
+        case_builder cb(case_name("softmax", t, variant));
+        std::vector<Attribute> at;
+        if (axis != -1) at.push_back(a_int("axis", axis));
+        cb.in("x", t, s, g).op("softmax", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    sm("rows_3x1023", FP32, {3, 1023}, -1, uni(-5, 5));
+    sm("rows_7x7", FP64, {7, 7}, -1, uni(-5, 5));
+    sm("rows_of_1", FP32, {4, 1}, -1, uni(-5, 5));
+    sm("axis1_strided_2x5x7", FP32, {2, 5, 7}, 1, uni(-5, 5));
+    sm("axis0_strided_5x3x20", FP64, {5, 3, 20}, 0, uni(-5, 5));
+    sm("negative_axis_3x4x33", FP32, {3, 4, 33}, -2, uni(-5, 5));
+    sm("large_logits", FP32, {4, 37}, -1, uni(-1000, 1000));
+    // Row 0 all -inf; row 1 mixes -inf with finite values.
+    sm("infinite_logits", FP64, {3, 5}, -1, special({-inf, -inf, -inf, -inf, -inf, -inf, 1.0, -inf, 2.0, 0.5}, uni(-3, 3)));
+    sm("empty", FP32, {0, 5}, -1, uni(-5, 5));
+    sm("large_row_140000", FP32, {1, 140000}, -1, uni(-5, 5));
+
+    auto grad = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t axis) {
+        case_builder cb(case_name("softmax_grad", t, variant));
+        std::vector<Attribute> at;
+        if (axis != -1) at.push_back(a_int("axis", axis));
+        cb.in("out", t, s, uni(0, 1)).in("out@GRAD", t, s, uni(-1, 1));
+        cb.op("softmax_grad", {{"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+        out.push_back(cb.done());
+    };
+    grad("rows_3x1023", FP32, {3, 1023}, -1);
+    grad("rows_7x7", FP64, {7, 7}, -1);
+    grad("axis1_strided_2x5x7", FP32, {2, 5, 7}, 1);
+    grad("axis0_strided_5x3x20", FP64, {5, 3, 20}, 0);
+    grad("empty", FP32, {0, 5}, -1);
+}
+
+Shape with_last(Shape s, std::int64_t v) {
+    s[s.rank() - 1] = v;
+    return s;
+}
+
+void loss_cases(case_list& out) {
+    auto ce = [&](std::string_view variant, DataType t, const Shape& s, bool soft) {
+        case_builder cb(case_name("cross_entropy", t, variant));
+        rng rx = cb.rng_for("x"), rl = cb.rng_for("label");
+        const std::int64_t d = s[s.rank() - 1];
+        cb.in("x", prob_rows(t, s, rx));
+        cb.in("label", soft ? prob_rows(t, s, rl, 0.0) : labels(with_last(s, 1), rl, d));
+        cb.op("cross_entropy", {{"X", {"x"}}, {"Label", {"label"}}}, {{"Y", {"y"}}}, {a_bool("soft_label", soft)});
+        out.push_back(cb.done());
+    };
+    ce("hard_7x10", FP32, {7, 10}, false);
+    ce("hard_rank3_2x3x5", FP64, {2, 3, 5}, false);
+    ce("soft_7x10", FP32, {7, 10}, true);
+    ce("soft_3x1023", FP64, {3, 1023}, true);
+    ce("hard_empty", FP32, {0, 4}, false);
+
+    auto ce_grad = [&](std::string_view variant, DataType t, const Shape& s, bool soft) {
+        case_builder cb(case_name("cross_entropy_grad", t, variant));
+        rng rx = cb.rng_for("x"), rl = cb.rng_for("label");
+        const std::int64_t d = s[s.rank() - 1];
+        cb.in("x", prob_rows(t, s, rx));
+        cb.in("label", soft ? prob_rows(t, s, rl, 0.0) : labels(with_last(s, 1), rl, d));
+        cb.in("y@GRAD", t, with_last(s, 1), uni(-1, 1));
+        cb.op("cross_entropy_grad", {{"X", {"x"}}, {"Label", {"label"}}, {"Y@GRAD", {"y@GRAD"}}},
+              {{"X@GRAD", {"x@GRAD"}}}, {a_bool("soft_label", soft)});
+        out.push_back(cb.done());
+    };
+    ce_grad("hard_7x10", FP32, {7, 10}, false);
+    ce_grad("hard_rank3_2x3x5", FP64, {2, 3, 5}, false);
+    ce_grad("soft_7x10", FP32, {7, 10}, true);
+    ce_grad("soft_3x1023", FP64, {3, 1023}, true);
+
+    auto swce = [&](std::string_view variant, DataType t, const Shape& s, bool soft, const gen& g) {
+        case_builder cb(case_name("softmax_with_cross_entropy", t, variant));
+        rng rl = cb.rng_for("label");
+        const std::int64_t d = s[s.rank() - 1];
+        cb.in("logits", t, s, g);
+        cb.in("label", soft ? prob_rows(t, s, rl, 0.0) : labels(with_last(s, 1), rl, d));
+        cb.op("softmax_with_cross_entropy", {{"Logits", {"logits"}}, {"Label", {"label"}}},
+              {{"Softmax", {"softmax"}}, {"Loss", {"loss"}}}, {a_bool("soft_label", soft)});
+        out.push_back(cb.done());
+    };
+    swce("hard_7x10", FP32, {7, 10}, false, uni(-5, 5));
+    swce("hard_3x1023", FP64, {3, 1023}, false, uni(-5, 5));
+    swce("soft_5x33", FP32, {5, 33}, true, uni(-5, 5));
+    swce("soft_rank3_2x3x17", FP64, {2, 3, 17}, true, uni(-5, 5));
+    swce("hard_large_logits", FP32, {6, 19}, false, uni(-500, 500));
+    swce("hard_one_class", FP32, {4, 1}, false, uni(-5, 5));
+
+    auto swce_grad = [&](std::string_view variant, DataType t, const Shape& s, bool soft, bool normalized = true) {
+        case_builder cb(case_name("softmax_with_cross_entropy_grad", t, variant));
+        rng rs = cb.rng_for("softmax"), rl = cb.rng_for("label");
+        const std::int64_t d = s[s.rank() - 1];
+        cb.in("label", soft ? normalized ? prob_rows(t, s, rl, 0.0) : make(t, s, rl, uni(0, 1))
+                            : labels(with_last(s, 1), rl, d));
+        cb.in("softmax", prob_rows(t, s, rs));
+        cb.in("loss@GRAD", t, with_last(s, 1), uni(-1, 1));
+        cb.op("softmax_with_cross_entropy_grad",
+              {{"Label", {"label"}}, {"Softmax", {"softmax"}}, {"Loss@GRAD", {"loss@GRAD"}}},
+              {{"Logits@GRAD", {"logits@GRAD"}}}, {a_bool("soft_label", soft)});
+        out.push_back(cb.done());
+    };
+    swce_grad("hard_7x10", FP32, {7, 10}, false);
+    swce_grad("hard_3x1023", FP64, {3, 1023}, false);
+    swce_grad("soft_5x33", FP32, {5, 33}, true);
+    swce_grad("soft_unnormalized_labels", FP64, {2, 3, 17}, true, false);
+}
+
+// ---- reductions ------------------------------------------------------------------------------------
+
+// X's dims that attributes (dim, keep_dim, reduce_all) fold.
+std::vector<bool> folded(int rank, const std::vector<std::int64_t>& dims, bool all) {
+    std::vector<bool> red(static_cast<std::size_t>(rank), all);
+    for (auto d : dims) red[static_cast<std::size_t>(d < 0 ? d + rank : d)] = true;
+    return red;
+}
+
+// The max of x over the folded dims, as the forward op lays it out.
+Tensor reduce_max_of(const Tensor& x, const std::vector<bool>& red, const Shape& out_shape) {
+    Tensor out(x.dtype(), out_shape);
+    visit_dtype(x.dtype(), [&]<class T>(type_tag<T>) {
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+            T* y = out.data<T>();
+            std::fill(y, y + out.numel(), -std::numeric_limits<T>::infinity());
+            const Shape& s = x.shape();
+            const T* xp = x.data<T>();
+            std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank()), 0);
+            for (std::int64_t i = 0; i < x.numel(); ++i) {
+                std::int64_t o = 0;
+                for (int k = 0; k < s.rank(); ++k)
+                    if (!red[static_cast<std::size_t>(k)]) o = o * s[k] + idx[static_cast<std::size_t>(k)];
+                y[o] = std::max(y[o], xp[i]);
+                for (int k = s.rank() - 1; k >= 0; --k) {
+                    if (++idx[static_cast<std::size_t>(k)] < s[k]) break;
+                    idx[static_cast<std::size_t>(k)] = 0;
+                }
+            }
+        } else {
+            throw std::logic_error("reduce_max_of: FP32 or FP64 only");
+        }
+    });
+    return out;
+}
+
+void reduce_cases(case_list& out) {
+    auto red = [&](const char* op, std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> dims,
+                   bool keep = false, bool all = false, gen g = nullptr) {
+        case_builder cb(case_name(op, t, variant));
+        if (!g) g = is_fp(t) ? uni(-2, 2) : ints(-1000, 1000);
+        std::vector<Attribute> at{a_ints("dim", std::move(dims))};
+        if (keep) at.push_back(a_bool("keep_dim", true));
+        if (all) at.push_back(a_bool("reduce_all", true));
+        cb.in("x", t, s, g).op(op, {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+        const bool ints_ok = std::string_view(op) != "reduce_mean";
+        const gen g = std::string_view(op) == "reduce_max" ? grid(-6, 6, 0.5) : uni(-2, 2);
+        red(op, "rows_dim1_7x1023", FP32, {7, 1023}, {1}, false, false, g);
+        red(op, "columns_dim0_1023x7", FP64, {1023, 7}, {0}, false, false, g);
+        red(op, "dims_0_2_keep_dim", FP32, {4, 5, 6}, {0, 2}, true, false, g);
+        red(op, "reduce_all", FP64, {3, 4, 5}, {0}, false, true, g);
+        red(op, "negative_dim", FP32, {3, 4, 5}, {-1}, false, false, g);
+        red(op, "middle_dim_3x9x17", FP64, {3, 9, 17}, {1}, false, false, g);
+        red(op, "unit_dims_1x7x1x3", FP64, {1, 7, 1, 3}, {0, 2}, false, false, g);
+        red(op, "empty_dim0", FP32, {0, 5}, {0}, false, false, g);
+        red(op, "large_rows_600x512", FP32, {600, 512}, {1}, false, false, g);
+        red(op, "large_columns_600x512", FP32, {600, 512}, {0}, false, false, g);
+        red(op, "large_all_307200", FP32, {307200}, {0}, false, true, g);
+        if (ints_ok) {
+            red(op, "dim1_5x9", INT32, {5, 9}, {1});
+            red(op, "dim0_keep_dim_6x4", INT64, {6, 4}, {0}, true);
+            red(op, "reduce_all_3x11", INT32, {3, 11}, {0}, false, true);
+        }
+    }
+
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+        const std::string grad = std::string(op) + "_grad";
+        const bool is_max = std::string_view(op) == "reduce_max";
+        auto one = [&](std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> dims, bool keep,
+                       bool all) {
+            case_builder cb(case_name(grad, t, variant));
+            std::vector<Attribute> at{a_ints("dim", dims)};
+            if (keep) at.push_back(a_bool("keep_dim", true));
+            if (all) at.push_back(a_bool("reduce_all", true));
+            const Shape os = forward_shape(op, t, {{"X", s}}, at, "Out");
+            rng rx = cb.rng_for("x"), ro = cb.rng_for("out");
+            Tensor x = make(t, s, rx, grid(-6, 6, 0.5));  // ties for max
+            Tensor o = is_max ? reduce_max_of(x, folded(s.rank(), dims, all), os) : make(t, os, ro, uni(-2, 2));
+            cb.in("x", std::move(x)).in("out", std::move(o)).in("out@GRAD", t, os, uni(-1, 1));
+            cb.op(grad, {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(cb.done());
+        };
+        one("rows_dim1_7x33", FP32, {7, 33}, {1}, false, false);
+        one("columns_dim0_33x7", FP64, {33, 7}, {0}, false, false);
+        one("dims_0_2_keep_dim", FP32, {4, 5, 6}, {0, 2}, true, false);
+        one("reduce_all", FP64, {3, 4, 5}, {0}, false, true);
+        one("negative_dim", FP32, {3, 4, 5}, {-1}, false, false);
+        one("empty_dim0", FP64, {0, 5}, {0}, false, false);
+    }
+
+    auto mean = [&](std::string_view variant, DataType t, const Shape& s) {
+        case_builder cb(case_name("mean", t, variant));
+        cb.in("x", t, s, uni(-2, 2)).op("mean", {{"X", {"x"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    };
+    mean("odd_1023", FP32, {1023});
+    mean("rank3_3x5x7", FP64, {3, 5, 7});
+    mean("size_1", FP32, {1});
+    mean("empty", FP32, {0, 3});
+    mean("large_307200", FP32, {600, 512});
+    mean("large_100003", FP64, {100003});
+
+    auto mean_grad = [&](std::string_view variant, DataType t, const Shape& s) {
+        case_builder cb(case_name("mean_grad", t, variant));
+        cb.in("x", t, s, uni(-2, 2)).in("out", t, {1}, uni(-2, 2)).in("out@GRAD", t, {1}, uni(-2, 2));
+        cb.op("mean_grad", {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}});
+        out.push_back(cb.done());
+    };
+    mean_grad("3x5", FP32, {3, 5});
+    mean_grad("odd_1023", FP64, {1023});
+    mean_grad("empty", FP32, {0});
+}
+
+// ---- data movement ----------------------------------------------------------------------------------
+
+gen values_for(DataType t) { return t == BOOL ? ints(0, 1) : is_fp(t) ? uni(-5, 5) : ints(-30000, 30000); }
+
+void shape_op_cases(case_list& out) {
+    auto reshape = [&](std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> shape) {
+        case_builder cb(case_name("reshape", t, variant));
+        cb.in("x", t, s, values_for(t)).op("reshape", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_ints("shape", std::move(shape))});
+        out.push_back(cb.done());
+    };
+    reshape("minus1", FP32, {6, 35}, {-1, 7});
+    reshape("zero_copies_dim", FP64, {4, 3, 5}, {0, -1});
+    reshape("flatten", INT32, {2, 3, 4}, {24});
+    reshape("to_rank3", INT64, {12}, {2, 3, 2});
+    reshape("zero_and_minus1", BOOL, {3, 4, 2}, {0, -1, 2});
+    reshape("to_rank1", INT16, {5, 7}, {-1});
+    reshape("rank4", FP16, {6, 4}, {2, 3, 2, 2});
+    reshape("empty", FP32, {0, 6}, {0, 3, 2});
+
+    const Shape grad_shapes[] = {{13}, {7, 3}, {2, 3, 4}, {5}, {9, 2}, {2, 3, 5}, {4, 1}};
+    for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
+        const DataType t = all_dtypes[k];
+        const Shape& xs = grad_shapes[k];
+        case_builder cb(case_name("reshape_grad", t, "flat_to_x"));
+        cb.in("x", t, xs, values_for(t)).in("out@GRAD", t, {xs.numel()}, values_for(t));
+        cb.op("reshape_grad", {{"X", {"x"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}});
+        out.push_back(cb.done());
+    }
+
+    auto transpose = [&](std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> perm) {
+        case_builder cb(case_name("transpose", t, variant));
+        cb.in("x", t, s, values_for(t)).op("transpose", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_ints("axis", std::move(perm))});
+        out.push_back(cb.done());
+    };
+    transpose("tiled_300x257", FP32, {300, 257}, {1, 0});
+    transpose("runs_2x3x4_102", FP64, {2, 3, 4}, {1, 0, 2});
+    transpose("rank4_0231", FP32, {2, 3, 4, 5}, {0, 2, 3, 1});
+    transpose("rank4_3120", FP64, {3, 5, 2, 7}, {3, 1, 2, 0});
+    transpose("2d_7x9", INT32, {7, 9}, {1, 0});
+    transpose("3d_201", INT64, {4, 5, 6}, {2, 0, 1});
+    transpose("2d_5x3", BOOL, {5, 3}, {1, 0});
+    transpose("3d_021", INT16, {2, 33, 35}, {0, 2, 1});
+    transpose("3d_120", FP16, {3, 4, 5}, {1, 2, 0});
+    transpose("unit_dims_1x5x1x7", FP32, {1, 5, 1, 7}, {3, 2, 1, 0});
+    transpose("identity", FP64, {3, 4}, {0, 1});
+    transpose("empty", FP32, {0, 4}, {1, 0});
+
+    auto concat = [&](std::string_view variant, DataType t, const std::vector<Shape>& shapes, std::int64_t axis) {
+        case_builder cb(case_name("concat", t, variant));
+        std::vector<std::string> names;
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            names.push_back("x" + std::to_string(k));
+            cb.in(names.back(), t, shapes[k], values_for(t));
+        }
+        cb.op("concat", {{"X", names}}, {{"Out", {"out"}}}, {a_int("axis", axis)});
+        out.push_back(cb.done());
+    };
+    concat("axis0_3_inputs", FP32, {{2, 5}, {3, 5}, {1, 5}}, 0);
+    concat("axis1", FP64, {{2, 3, 4}, {2, 1, 4}}, 1);
+    concat("negative_axis", FP32, {{2, 3}, {2, 7}, {2, 1}}, -1);
+    concat("axis1", INT32, {{3, 2}, {3, 5}}, 1);
+    concat("axis0", INT64, {{2, 2}, {4, 2}}, 0);
+    concat("axis2", BOOL, {{2, 2, 3}, {2, 2, 5}}, 2);
+    concat("axis0", INT16, {{1, 9}, {2, 9}}, 0);
+    concat("axis1", FP16, {{4, 3}, {4, 4}}, 1);
+    concat("zero_size_part", FP32, {{2, 0, 3}, {2, 4, 3}}, 1);
+    concat("single_input", FP64, {{3, 3}}, 0);
+
+    auto concat_grad = [&](std::string_view variant, DataType t, const std::vector<Shape>& shapes, std::int64_t axis) {
+        case_builder cb(case_name("concat_grad", t, variant));
+        std::vector<std::string> xs, dxs;
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            xs.push_back("x" + std::to_string(k));
+            dxs.push_back(xs.back() + "@GRAD");
+            cb.in(xs.back(), t, shapes[k], values_for(t));
+        }
+        // Out@GRAD: the shapes joined along axis.
+        Shape os = shapes[0];
+        const int a = static_cast<int>(axis < 0 ? axis + os.rank() : axis);
+        for (std::size_t k = 1; k < shapes.size(); ++k) os[a] += shapes[k][a];
+        cb.in("out@GRAD", t, os, values_for(t));
+        cb.op("concat_grad", {{"X", xs}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", dxs}}, {a_int("axis", axis)});
+        out.push_back(cb.done());
+    };
+    concat_grad("axis0_3_inputs", FP32, {{2, 5}, {3, 5}, {1, 5}}, 0);
+    concat_grad("axis1", FP64, {{2, 3, 4}, {2, 1, 4}}, 1);
+    concat_grad("negative_axis", INT32, {{2, 3}, {2, 7}}, -1);
+    concat_grad("axis0", INT64, {{2, 2}, {4, 2}}, 0);
+    concat_grad("axis1", BOOL, {{2, 2}, {2, 5}}, 1);
+    concat_grad("axis0", INT16, {{1, 9}, {2, 9}}, 0);
+    concat_grad("axis1", FP16, {{4, 3}, {4, 4}}, 1);
+    concat_grad("zero_size_part", FP32, {{2, 0, 3}, {2, 4, 3}}, 1);
+
+    auto split = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t axis, std::int64_t num,
+                     std::vector<std::int64_t> sections) {
+        case_builder cb(case_name("split", t, variant));
+        const std::size_t n = num > 0 ? static_cast<std::size_t>(num) : sections.size();
+        std::vector<std::string> outs;
+        for (std::size_t k = 0; k < n; ++k) outs.push_back("out" + std::to_string(k));
+        std::vector<Attribute> at{a_int("axis", axis)};
+        if (num > 0) at.push_back(a_int("num", num));
+        else at.push_back(a_ints("sections", std::move(sections)));
+        cb.in("x", t, s, values_for(t)).op("split", {{"X", {"x"}}}, {{"Out", outs}}, at);
+        out.push_back(cb.done());
+    };
+    split("num3_axis1", FP32, {4, 9}, 1, 3, {});
+    split("sections_minus1_axis0", FP64, {10, 3}, 0, 0, {2, -1, 3});
+    split("num2_negative_axis", INT32, {3, 4, 6}, -1, 2, {});
+    split("sections_axis1", INT64, {2, 7, 2}, 1, 0, {3, 4});
+    split("num2", BOOL, {6, 3}, 0, 2, {});
+    split("sections", INT16, {5, 4}, 1, 0, {1, 3});
+    split("num4", FP16, {8}, 0, 4, {});
+    split("sections_with_zero", FP32, {2, 5}, 1, 0, {0, 5});
+}
+
+void cast_cases(case_list& out) {
+    auto cast = [&](DataType from, DataType to, const Shape& s, const gen& g) {
+        case_builder cb(case_name("cast", from, "to_" + to_string(to)));
+        cb.in("x", from, s, g);
+        cb.op("cast", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_int("in_dtype", dt(from)), a_int("out_dtype", dt(to))});
+        out.push_back(cb.done());
+    };
+    cast(FP32, INT32, {37}, uni(-1000, 1000));
+    cast(FP32, FP64, {3, 7}, uni(-5, 5));
+    cast(FP32, BOOL, {21}, grid(-2, 2, 0.5));
+    cast(FP32, INT16, {9}, uni(-30000, 30000));
+    cast(FP32, FP32, {6}, uni(-5, 5));
+    cast(FP64, FP32, {41}, special({1e-40, -1e-40, 1e38, 0.1, 1.0 / 3.0}, wide_positive(-60, 60)));
+    cast(FP64, INT64, {9}, uni(-1e15, 1e15));
+    cast(FP64, BOOL, {7}, grid(-1, 1, 0.25));
+    cast(INT32, FP32, {33}, ints(-(1 << 30), 1 << 30));  // beyond FP32's 24 bits: rounded
+    cast(INT32, INT16, {11}, ints(-32768, 32767));
+    cast(INT32, BOOL, {10}, ints(-2, 2));
+    cast(INT16, INT64, {8}, ints(-32768, 32767));
+    cast(INT16, FP32, {8}, ints(-32768, 32767));
+    cast(BOOL, FP32, {12}, ints(0, 1));
+    cast(BOOL, INT32, {12}, ints(0, 1));
+    {
+        case_builder cb(case_name("cast", INT64, "to_FP64"));
+        rng r = cb.rng_for("x");
+        cb.in("x", make_i64({17}, r, -(std::int64_t(1) << 62), std::int64_t(1) << 62));  // beyond 53 bits: rounded
+        cb.op("cast", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_int("in_dtype", dt(INT64)), a_int("out_dtype", dt(FP64))});
+        out.push_back(cb.done());
+    }
+    cast(INT64, INT32, {9}, ints(-2000000000, 2000000000));
+    cast(FP64, FP64, {0, 3}, uni(-1, 1));
+}
+
+void sum_cases(case_list& out) {
+    auto sum = [&](std::string_view variant, DataType t, const Shape& s, int n) {
+        case_builder cb(case_name("sum", t, variant));
+        std::vector<std::string> names;
+        for (int k = 0; k < n; ++k) {
+            names.push_back("x" + std::to_string(k));
+            cb.in(names.back(), t, s, is_fp(t) ? uni(-2, 2) : ints(-100000, 100000));
+        }
+        cb.op("sum", {{"X", names}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    };
+    sum("one_input", FP32, {7, 3}, 1);
+    sum("two_inputs_1023", FP32, {1023}, 2);
+    sum("four_inputs", FP64, {5, 9}, 4);
+    sum("three_inputs", INT32, {13}, 3);
+    sum("two_inputs", INT64, {2, 3}, 2);
+    sum("empty_three_inputs", FP32, {0, 4}, 3);
+    sum("large_three_inputs_307200", FP32, {600, 512}, 3);
+}
+
+void eval_op_cases(case_list& out) {
+    auto top_k = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t k, const gen& g) {
+        case_builder cb(case_name("top_k", t, variant));
+        cb.in("x", t, s, g).op("top_k", {{"X", {"x"}}}, {{"Out", {"out"}}, {"Indices", {"indices"}}}, {a_int("k", k)});
+        out.push_back(cb.done());
+    };
+    top_k("k3_7x1023", FP32, {7, 1023}, 3, uni(-5, 5));
+    top_k("k1_5x10", FP64, {5, 10}, 1, uni(-5, 5));
+    top_k("ties_k4_5x20", INT32, {5, 20}, 4, ints(0, 5));
+    top_k("k_equals_n_3x9", INT64, {3, 9}, 9, ints(-3, 3));
+    top_k("nan_and_inf_k3", FP32, {2, 8}, 3, special({1.0, nan, 2.0, inf, -inf, nan, 0.0, -0.0, 5.0, nan}, uni(-5, 5)));
+    top_k("rank3_2x3x10_k2", FP32, {2, 3, 10}, 2, grid(-3, 3, 1.0));
+    top_k("rank1_k5", FP64, {50}, 5, uni(-5, 5));
+
+    auto accuracy = [&](std::string_view variant, DataType t, std::int64_t n, std::int64_t k, std::int64_t classes) {
+        case_builder cb(case_name("accuracy", t, variant));
+        rng ri = cb.rng_for("indices"), rl = cb.rng_for("label");
+        cb.in("out", t, {n, k}, is_fp(t) ? uni(0, 1) : ints(0, 100));
+        cb.in("indices", make_i64({n, k}, ri, 0, classes - 1)).in("label", labels({n, 1}, rl, classes));
+        cb.op("accuracy", {{"Out", {"out"}}, {"Indices", {"indices"}}, {"Label", {"label"}}},
+              {{"Accuracy", {"accuracy"}}, {"Correct", {"correct"}}, {"Total", {"total"}}});
+        out.push_back(cb.done());
+    };
+    accuracy("k1_n64", FP32, 64, 1, 3);
+    accuracy("k3_n37", FP64, 37, 3, 5);
+    accuracy("k2_n10", INT32, 10, 2, 4);
+    accuracy("k1_n7", INT64, 7, 1, 2);
+    accuracy("empty", FP32, 0, 2, 3);
+}
+
+// ---- optimizers ------------------------------------------------------------------------------------
+
+// ParamOut and the other outputs are variables of their own: in a one-op
+// program a persistable written by its only op would be taken for that op's
+// initializer (and fetching a fed name never runs the op).
+void optimizer_cases(case_list& out) {
+    auto sgd = [&](std::string_view variant, DataType t, const Shape& s) {
+        case_builder cb(case_name("sgd", t, variant));
+        cb.param("param", t, s, uni(-1, 1)).in("grad", t, s, uni(-1, 1)).param("lr", t, {1}, uni(0.01, 0.1));
+        cb.op("sgd", {{"Param", {"param"}}, {"Grad", {"grad"}}, {"LearningRate", {"lr"}}}, {{"ParamOut", {"param_out"}}});
+        out.push_back(cb.done());
+    };
+    sgd("odd_1023", FP32, {1023});
+    sgd("odd_7", FP64, {7});
+    sgd("rank2_13x17", FP32, {13, 17});
+    sgd("large_307200", FP32, {600, 512});
+
+    auto momentum = [&](std::string_view variant, DataType t, const Shape& s, bool nesterov, double mu) {
+        case_builder cb(case_name("momentum", t, variant));
+        cb.param("param", t, s, uni(-1, 1)).in("grad", t, s, uni(-1, 1)).param("velocity", t, s, uni(-0.5, 0.5));
+        cb.param("lr", t, {1}, uni(0.01, 0.1));
+        std::vector<Attribute> at{a_float("mu", mu)};
+        if (nesterov) at.push_back(a_bool("use_nesterov", true));
+        cb.op("momentum", {{"Param", {"param"}}, {"Grad", {"grad"}}, {"Velocity", {"velocity"}}, {"LearningRate", {"lr"}}},
+              {{"ParamOut", {"param_out"}}, {"VelocityOut", {"velocity_out"}}}, at);
+        out.push_back(cb.done());
+    };
+    momentum("plain_1023", FP32, {1023}, false, 0.9);
+    momentum("nesterov_1023", FP32, {1023}, true, 0.9);
+    momentum("plain_mu_half_7", FP64, {7}, false, 0.5);
+    momentum("nesterov_7", FP64, {7}, true, 0.9);
+
+    auto adam = [&](std::string_view variant, DataType t, const Shape& s, int step, std::vector<Attribute> at) {
+        case_builder cb(case_name("adam", t, variant));
+        double b1 = 0.9, b2 = 0.999;
+        for (auto& a : at) {
+            if (a.name == "beta1") b1 = a.f;
+            if (a.name == "beta2") b2 = a.f;
+        }
+        cb.param("param", t, s, uni(-1, 1)).in("grad", t, s, uni(-1, 1)).param("lr", t, {1}, uni(0.001, 0.01));
+        cb.param("moment1", t, s, uni(-0.1, 0.1)).param("moment2", t, s, uni(0, 0.01));
+        cb.param("beta1_pow", t, {1}, [=](rng&, std::int64_t) { return std::pow(b1, step); });
+        cb.param("beta2_pow", t, {1}, [=](rng&, std::int64_t) { return std::pow(b2, step); });
+        cb.op("adam",
+              {{"Param", {"param"}}, {"Grad", {"grad"}}, {"LearningRate", {"lr"}}, {"Moment1", {"moment1"}},
+               {"Moment2", {"moment2"}}, {"Beta1Pow", {"beta1_pow"}}, {"Beta2Pow", {"beta2_pow"}}},
+              {{"ParamOut", {"param_out"}}, {"Moment1Out", {"moment1_out"}}, {"Moment2Out", {"moment2_out"}},
+               {"Beta1PowOut", {"beta1_pow_out"}}, {"Beta2PowOut", {"beta2_pow_out"}}},
+              at);
+        out.push_back(cb.done());
+    };
+    adam("first_step_1023", FP32, {1023}, 1, {});
+    adam("step10_7", FP64, {7}, 10, {});
+    adam("attrs_step3_13x5", FP32, {13, 5}, 3, {a_float("beta1", 0.8), a_float("beta2", 0.95), a_float("epsilon", 1e-6)});
+    adam("large_65539", FP32, {65539}, 2, {});
+}
+
+// ---- chains that the session fuses (and runs in place) ----------------------------------------------
+
+void chain_cases(case_list& out) {
+    {
+        // 307200 elements: fused, split on threads; b is a row operand.
+        case_builder cb("chain/FP32/mul_add_row_tanh_sub_relu_307200");
+        const Shape s{600, 512};
+        cb.in("x", FP32, s, uni(-2, 2)).in("y", FP32, s, uni(-2, 2)).in("b", FP32, {512}, uni(-1, 1));
+        cb.in("z", FP32, s, uni(-1, 1));
+        cb.op("elementwise_mul", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"t1"}}});
+        cb.op("elementwise_add", {{"X", {"t1"}}, {"Y", {"b"}}}, {{"Out", {"t2"}}});
+        cb.op("tanh", {{"X", {"t2"}}}, {{"Out", {"t3"}}});
+        cb.op("elementwise_sub", {{"X", {"t3"}}, {"Y", {"z"}}}, {{"Out", {"t4"}}});
+        cb.op("relu", {{"X", {"t4"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+    {
+        // A scalar operand, the running value as Y, transcendental functions.
+        case_builder cb("chain/FP64/add_scalar_exp_div_sigmoid_1023");
+        cb.in("x", FP64, {1023}, uni(-2, 2)).in("s", FP64, {1}, uni(-1, 1)).in("y", FP64, {1023}, away_from_zero(0.5, 2));
+        cb.op("elementwise_add", {{"X", {"x"}}, {"Y", {"s"}}}, {{"Out", {"t1"}}});
+        cb.op("exp", {{"X", {"t1"}}}, {{"Out", {"t2"}}});
+        cb.op("elementwise_div", {{"X", {"y"}}, {"Y", {"t2"}}}, {{"Out", {"t3"}}});
+        cb.op("sigmoid", {{"X", {"t3"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+    {
+        // A product with a packed weight, then bias and activation (fused).
+        case_builder cb("chain/FP32/matmul_weight_add_bias_relu_64x300x77");
+        cb.in("x", FP32, {64, 300}, uni(-1, 1)).param("w", FP32, {300, 77}, uni(-0.2, 0.2)).in("b", FP32, {77}, uni(-1, 1));
+        cb.op("matmul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"mm"}}});
+        cb.op("elementwise_add", {{"X", {"mm"}}, {"Y", {"b"}}}, {{"Out", {"h"}}});
+        cb.op("relu", {{"X", {"h"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+    {
+        // A chain broken by a non-fusible op (scale), and an intermediate with
+        // two readers (not fused past it), over an odd size.
+        case_builder cb("chain/FP32/log_sqrt_scale_square_max_min_4099");
+        cb.in("x", FP32, {4099}, wide_positive(-6, 6)).in("y", FP32, {4099}, uni(-2, 2));
+        cb.op("log", {{"X", {"x"}}}, {{"Out", {"t1"}}});
+        cb.op("abs", {{"X", {"t1"}}}, {{"Out", {"t2"}}});
+        cb.op("sqrt", {{"X", {"t2"}}}, {{"Out", {"t3"}}});
+        cb.op("scale", {{"X", {"t3"}}}, {{"Out", {"t4"}}}, {a_float("scale", 1.5), a_float("bias", -0.5)});
+        cb.op("square", {{"X", {"t4"}}}, {{"Out", {"t5"}}});
+        cb.op("elementwise_max", {{"X", {"t5"}}, {"Y", {"y"}}}, {{"Out", {"t6"}}});
+        cb.op("elementwise_min", {{"X", {"t6"}}, {"Y", {"t5"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+    {
+        // Large FP64 chain with a row operand of rank 2: threads and blocks of whole rows.
+        case_builder cb("chain/FP64/sub_row_square_mul_exp_300x1031");
+        const Shape s{300, 1031};
+        cb.in("x", FP64, s, uni(-2, 2)).in("r", FP64, {1, 1031}, uni(-1, 1)).in("y", FP64, s, uni(-1, 1));
+        cb.op("elementwise_sub", {{"X", {"x"}}, {"Y", {"r"}}}, {{"Out", {"t1"}}});
+        cb.op("square", {{"X", {"t1"}}}, {{"Out", {"t2"}}});
+        cb.op("elementwise_mul", {{"X", {"t2"}}, {"Y", {"y"}}}, {{"Out", {"t3"}}});
+        cb.op("exp", {{"X", {"t3"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+}
+
+}  // namespace
+
+std::vector<op_case> all_op_cases() {
+    case_list out;
+    binary_cases(out);
+    binary_grad_cases(out);
+    unary_cases(out);
+    unary_grad_cases(out);
+    scale_assign_cases(out);
+    fill_cases(out);
+    mul_cases(out);
+    matmul_cases(out);
+    softmax_cases(out);
+    loss_cases(out);
+    reduce_cases(out);
+    shape_op_cases(out);
+    cast_cases(out);
+    sum_cases(out);
+    eval_op_cases(out);
+    optimizer_cases(out);
+    chain_cases(out);
+    return out;
+}
+
+std::vector<Tensor> run_op_case(const op_case& c, const SessionOptions& options, op_case_run_info* info,
+                                persistables where) {
+    Session<cpu> session(c.program, options);
+    const BlockDesc& blk = c.program.blocks[0];
+    std::vector<Feed> feeds;
+    std::vector<std::string> fed;
+    feeds.reserve(c.feeds.size());
+    for (auto& [name, value] : c.feeds) {
+        const VarDesc* vd = blk.find_var(name);
+        if (vd && vd->persistable && where == persistables::in_scope) {
+            session.scope().var(name).get_mutable<Tensor>() = value;
+        } else {
+            feeds.emplace_back(std::string_view(name), value);
+            fed.push_back(name);
+        }
+    }
+    const std::vector<TargetRef> targets(c.fetch.begin(), c.fetch.end());
+    std::vector<Tensor> out = session.eval(std::span<const TargetRef>(targets), std::span<const Feed>(feeds));
+    if (info) {
+        info->fused_chains = session.fused_steps(targets, fed).size();
+        info->packed_steps = session.packed_steps(targets, fed).size();
+        info->arena_bytes = session.memory_plan(targets, fed).arena_bytes;
+    }
+    return out;
+}
+
+std::uint64_t tensor_hash(const Tensor& t) {
+    std::uint64_t h = fnv_offset;
+    auto byte = [&](unsigned char b) {
+        h ^= b;
+        h *= fnv_prime;
+    };
+    auto le = [&](std::uint64_t v, int bytes) {
+        for (int k = 0; k < bytes; ++k) byte(static_cast<unsigned char>(v >> (8 * k)));
+    };
+    le(static_cast<std::uint32_t>(t.dtype()), 4);
+    le(static_cast<std::uint32_t>(t.rank()), 4);
+    for (auto d : t.shape()) le(static_cast<std::uint64_t>(d), 8);
+    const auto* p = static_cast<const unsigned char*>(t.raw());
+    for (std::size_t i = 0; i < t.bytes(); ++i) byte(p[i]);
+    return h;
+}
+
+std::string hash_hex(std::uint64_t h) {
+    static const char digits[] = "0123456789abcdef";
+    std::string s(16, '0');
+    for (int i = 15; i >= 0; --i, h >>= 4) s[static_cast<std::size_t>(i)] = digits[h & 0xf];
+    return s;
+}
