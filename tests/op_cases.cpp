@@ -442,13 +442,15 @@ void scale_assign_cases(case_list& out) {
     scale("large_307200", FP32, {307200}, uni(-3, 3), {a_float("scale", 0.3), a_float("bias", 1.1)});
 
     const Shape shapes[] = {{13}, {7, 3}, {1023}, {5}, {9}, {2, 3, 5}, {1}};
-    for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
-        const DataType t = all_dtypes[k];
-        case_builder cb(case_name("assign", t, "copy"));
-        cb.in("x", t, shapes[k], t == BOOL ? ints(0, 1) : is_fp(t) ? uni(-5, 5) : ints(-30000, 30000));
-        cb.op("assign", {{"X", {"x"}}}, {{"Out", {"out"}}});
-        out.push_back(cb.done());
-    }
+    // assign, and the planner's copies (memcpy_h2d/d2h: on the host, a copy).
+    for (const char* op : {"assign", "memcpy_h2d", "memcpy_d2h"})
+        for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
+            const DataType t = all_dtypes[k];
+            case_builder cb(case_name(op, t, "copy"));
+            cb.in("x", t, shapes[k], t == BOOL ? ints(0, 1) : is_fp(t) ? uni(-5, 5) : ints(-30000, 30000));
+            cb.op(op, {{"X", {"x"}}}, {{"Out", {"out"}}});
+            out.push_back(cb.done());
+        }
     case_builder cb(case_name("assign", FP32, "empty"));
     cb.in("x", FP32, {0, 2}, uni(-1, 1)).op("assign", {{"X", {"x"}}}, {{"Out", {"out"}}});
     out.push_back(cb.done());
@@ -1206,7 +1208,7 @@ std::vector<Tensor> run_op_case(const op_case& c, const SessionOptions& options,
     if (info) {
         info->fused_chains = session.fused_steps(targets, fed).size();
         info->packed_steps = session.packed_steps(targets, fed).size();
-        info->arena_bytes = session.memory_plan(targets, fed).arena_bytes;
+        info->arena_bytes = session.memory_plan(targets, fed).host().arena_bytes;
     }
     return out;
 }

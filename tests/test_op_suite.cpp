@@ -140,7 +140,7 @@ TEST_CASE("op suite: every op in the op table has a case (or is listed as not in
         if (!covered) continue;
         // ... for every dtype it has a CPU kernel for.
         for (int t = 0; t < num_dtypes; ++t) {
-            if (!def.supports(DeviceKind::CPU, static_cast<DataType>(t))) continue;
+            if (!def.supports(static_cast<DataType>(t))) continue;
             CHECK_MESSAGE(dtypes_of_op[type].count(std::string(dtype_names[t])) > 0,
                           "op " << type << " has a CPU kernel for " << dtype_names[t] << " but no case for it");
         }
