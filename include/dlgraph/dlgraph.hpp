@@ -6,6 +6,7 @@
 #include "dlgraph/dot.hpp"
 #include "dlgraph/json.hpp"
 #include "dlgraph/npy.hpp"
+#include "dlgraph/npz.hpp"
 #include "dlgraph/ops/op_table.hpp"
 #include "dlgraph/plan_io.hpp"
 #include "dlgraph/planner.hpp"

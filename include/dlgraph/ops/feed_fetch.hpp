@@ -5,7 +5,7 @@
 // programs; they exist so programs in Paddle's shape run as they are.
 #pragma once
 
-#include "dlgraph/ops/op_util.hpp"
+#include "dlgraph/op.hpp"
 #include "dlgraph/scope.hpp"
 
 namespace dlgraph::ops {
@@ -38,32 +38,14 @@ inline void feed_infer(const InferContext& c) {
 // Out is a list, which has no tensor meta; X's is passed through for tools.
 inline void fetch_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
 
-struct feed_op {
-    // Out was sized by inference from the same column, so a plain copy into
-    // its (planned) storage is enough.
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& src = feed_column(c.in_var(0).get<TensorList>(), c.attr(0).i);
-        if (src.bytes()) std::memcpy(c.out(0).raw(), src.raw(), src.bytes());
-    }
-};
-struct fetch_op {
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        fetch_column(c.in(0), c.attr(0).i, c.out_var(0).get_mutable<TensorList>());
-    }
-};
-
 inline OpDef feed_def() {
-    // The kernel copies bytes, so the dtype that selects it (X's, a list's
-    // declared one) does not matter: every dtype is registered.
     OpDef d{"feed", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_infer};
-    d.kernels = cpu_kernels<feed_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = a copy of X[col], X being the feed list";
     return d;
 }
 
 inline OpDef fetch_def() {
     OpDef d{"fetch", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &fetch_infer};
-    d.kernels = cpu_kernels<fetch_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out[col] = a copy of X, Out being the fetch list";
     return d;
 }

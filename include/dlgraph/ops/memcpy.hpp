@@ -2,11 +2,9 @@
 // inserts where a value crosses between the host and a session's device
 // (planner.hpp, insert_copies). In a plan they run on the device's queue
 // (Session binds them to DeviceContext::to_device / to_host); their CPU
-// kernels copy host memory, so a program that names them also runs on the
-// CPU alone.
+// kernels (cpu/memcpy.hpp) copy host memory, so a program that names them
+// also runs on the CPU alone.
 #pragma once
-
-#include <cstring>
 
 #include "dlgraph/op.hpp"
 
@@ -14,13 +12,8 @@ namespace dlgraph::ops {
 
 inline void memcpy_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
 
-inline void host_copy_kernel(const KernelContext& c) {
-    if (c.in(0).raw() != c.out(0).raw() && c.in(0).bytes()) std::memcpy(c.out(0).raw(), c.in(0).raw(), c.in(0).bytes());
-}
-
 inline OpDef memcpy_def(std::string_view type, std::string_view doc) {
     OpDef d{type, {{"X"}}, {{"Out"}}, {}, &memcpy_infer};
-    for (auto& k : d.kernels) k = &host_copy_kernel;
     d.doc = doc;
     return d;
 }
