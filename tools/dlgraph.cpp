@@ -13,6 +13,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dlgraph/autodiff.hpp"
@@ -401,41 +402,23 @@ struct OpTime {
     std::chrono::nanoseconds total{};
 };
 
-int cmd_bench(const Args& a) {
-    ProgramDesc desc = load_program_file(a.program);
-    const auto [fed_names, fed_values] = read_feeds(a.feed);
-    const auto targets = fetch_targets(a.fetch);
-    SessionOptions opts;
-    opts.threads = a.threads;
-    Session<cpu> session(std::move(desc), opts);
-    // Planned once here; every run below finds this bound plan.
-    const ExecutionPlan& plan = session.plan(targets, fed_names);
-    if (a.has_params) load_params(session, plan, a.params);
-
-    std::vector<Feed> feeds;
-    feeds.reserve(fed_names.size());
-    for (std::size_t i = 0; i < fed_names.size(); ++i) feeds.emplace_back(fed_names[i], fed_values[i]);
-    std::vector<Tensor> out(targets.size());
-    // The first run also initializes persistables and infers shapes.
-    for (int i = 0; i < a.warmup; ++i) session.eval_into(targets, feeds, out);
-
-    using clock = std::chrono::steady_clock;
-    std::vector<double> latency(static_cast<std::size_t>(a.runs));
-    for (auto& l : latency) {
-        const auto t0 = clock::now();
-        session.eval_into(targets, feeds, out);
-        l = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-    }
-    // Ops are timed in runs of their own, so that reading the clock around
-    // every kernel does not count in the latencies above.
-    std::vector<std::chrono::nanoseconds> step_time;
-    for (int i = 0; i < a.runs; ++i) session.eval_into_profiled(targets, feeds, out, step_time);
-
-    // A fused chain of element-wise steps runs as its last step (the others
-    // do nothing), so it counts as one entry named by all its op types.
-    const auto chains = session.fused_steps(targets, fed_names);
+// What `bench` measured: latencies of whole runs (sorted), time per op type
+// (largest first) from separate profiled runs, and the memory plan used.
+struct BenchResult {
+    std::vector<std::string> fetch, fed;
+    std::vector<Tensor> fed_values;
+    std::vector<double> latency;  // microseconds
     std::vector<OpTime> ops;
     std::chrono::nanoseconds ops_total{};
+    MemoryPlan memory;
+};
+
+// Sums step times per op type. A fused chain of element-wise steps runs as
+// its last step (the others do nothing), so it counts as one entry named by
+// all its op types.
+std::vector<OpTime> time_per_op(const ExecutionPlan& plan, const std::vector<std::pair<int, int>>& chains,
+                                const std::vector<std::chrono::nanoseconds>& step_time, std::chrono::nanoseconds& total) {
+    std::vector<OpTime> ops;
     for (std::size_t s = 0; s < plan.steps.size();) {
         std::size_t last = s;
         for (auto& [first, end] : chains)
@@ -450,77 +433,116 @@ int cmd_bench(const Args& a) {
         if (it == ops.end()) it = ops.insert(ops.end(), OpTime{type});
         ++it->count;
         it->total += t;
-        ops_total += t;
+        total += t;
         s = last + 1;
     }
     std::stable_sort(ops.begin(), ops.end(), [](const OpTime& x, const OpTime& y) { return x.total > y.total; });
-    auto us = [](std::chrono::nanoseconds d) { return std::chrono::duration<double, std::micro>(d).count(); };
-    auto share = [&](const OpTime& o) { return ops_total.count() > 0 ? us(o.total) / us(ops_total) : 0.0; };
+    return ops;
+}
 
-    // The memory plan the runs above used (the shapes of these feeds).
-    const MemoryPlan mem = session.memory_plan(targets, fed_names);
-
-    std::vector<std::string> fetch_names;
-    for (auto& t : targets) fetch_names.push_back(t.var);
-    std::sort(latency.begin(), latency.end());
-    const double mean = std::accumulate(latency.begin(), latency.end(), 0.0) / static_cast<double>(latency.size());
-    const double lmin = latency.front(), lmed = quantile(latency, 0.5), lp90 = quantile(latency, 0.9),
-                 lmax = latency.back();
-
-    if (a.json) {
-        json jops = json::array();
-        for (auto& o : ops)
-            jops.push_back({{"type", o.type},
-                            {"count", o.count},
-                            {"total_us", us(o.total)},
-                            {"per_run_us", us(o.total) / a.runs},
-                            {"share", share(o)}});
-        json j = {{"program", a.program},
-                  {"fetch", fetch_names},
-                  {"fed", fed_names},
-                  {"threads", a.threads},
-                  {"warmup", a.warmup},
-                  {"runs", a.runs},
-                  {"latency_us", {{"min", lmin}, {"median", lmed}, {"p90", lp90}, {"max", lmax}, {"mean", mean}}},
-                  {"ops", std::move(jops)},
-                  {"memory",
-                   {{"arena_bytes", mem.host().arena_bytes},
-                    {"lower_bound", mem.host().lower_bound},
-                    {"unshared_bytes", mem.host().unshared_bytes}}}};
-        std::cout << j.dump(2) << "\n";
-        return 0;
+BenchResult run_bench(const Args& a) {
+    BenchResult r;
+    ProgramDesc desc = load_program_file(a.program);
+    std::tie(r.fed, r.fed_values) = read_feeds(a.feed);
+    const auto targets = fetch_targets(a.fetch);
+    for (auto& t : targets) r.fetch.push_back(t.var);
+    SessionOptions opts;
+    opts.threads = a.threads;
+    Session<cpu> session(std::move(desc), opts);
+    // Planned once here; every run below finds this bound plan.
+    const ExecutionPlan& plan = session.plan(targets, r.fed);
+    if (a.has_params) load_params(session, plan, a.params);
+    std::vector<Feed> feeds;
+    feeds.reserve(r.fed.size());
+    for (std::size_t i = 0; i < r.fed.size(); ++i) feeds.emplace_back(r.fed[i], r.fed_values[i]);
+    std::vector<Tensor> out(targets.size());
+    // The first run also initializes persistables and infers shapes.
+    for (int i = 0; i < a.warmup; ++i) session.eval_into(targets, feeds, out);
+    using clock = std::chrono::steady_clock;
+    r.latency.resize(static_cast<std::size_t>(a.runs));
+    for (auto& l : r.latency) {
+        const auto t0 = clock::now();
+        session.eval_into(targets, feeds, out);
+        l = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
     }
+    std::sort(r.latency.begin(), r.latency.end());
+    // Ops are timed in runs of their own, so that reading the clock around
+    // every kernel does not count in the latencies above.
+    std::vector<std::chrono::nanoseconds> step_time;
+    for (int i = 0; i < a.runs; ++i) session.eval_into_profiled(targets, feeds, out, step_time);
+    r.ops = time_per_op(plan, session.fused_steps(targets, r.fed), step_time, r.ops_total);
+    // The memory plan the runs above used (the shapes of these feeds).
+    r.memory = session.memory_plan(targets, r.fed);
+    return r;
+}
 
+double micros(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::micro>(d).count(); }
+double share_of(const BenchResult& r, const OpTime& o) {
+    return r.ops_total.count() > 0 ? micros(o.total) / micros(r.ops_total) : 0.0;
+}
+double mean_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+
+json bench_json(const Args& a, const BenchResult& r) {
+    json jops = json::array();
+    for (auto& o : r.ops)
+        jops.push_back({{"type", o.type},
+                        {"count", o.count},
+                        {"total_us", micros(o.total)},
+                        {"per_run_us", micros(o.total) / a.runs},
+                        {"share", share_of(r, o)}});
+    const auto& l = r.latency;
+    const MemoryFigures& mem = r.memory.host();
+    return {{"program", a.program},
+            {"fetch", r.fetch},
+            {"fed", r.fed},
+            {"threads", a.threads},
+            {"warmup", a.warmup},
+            {"runs", a.runs},
+            {"latency_us",
+             {{"min", l.front()}, {"median", quantile(l, 0.5)}, {"p90", quantile(l, 0.9)}, {"max", l.back()}, {"mean", mean_of(l)}}},
+            {"ops", std::move(jops)},
+            {"memory", {{"arena_bytes", mem.arena_bytes}, {"lower_bound", mem.lower_bound}, {"unshared_bytes", mem.unshared_bytes}}}};
+}
+
+std::string bench_text(const Args& a, const BenchResult& r) {
     auto count = [](int n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
     std::string text = "bench " + a.program + ": " + count(a.runs, "run") + " after " + count(a.warmup, "warm-up run") +
                        ", " + (a.threads ? count(a.threads, "thread") : "every hardware thread") + "\n";
     text += "fetch:";
-    for (auto& f : fetch_names) text += " " + f;
+    for (auto& f : r.fetch) text += " " + f;
     text += "\nfed:";
-    if (fed_names.empty()) text += " (none)";
-    for (std::size_t i = 0; i < fed_names.size(); ++i)
-        text += " " + fed_names[i] + " " + to_string(fed_values[i].dtype()) + " " + to_string(fed_values[i].shape());
-    text += "\nlatency (us): min " + fixed_text(lmin, 3) + "  median " + fixed_text(lmed, 3) + "  p90 " +
-            fixed_text(lp90, 3) + "  max " + fixed_text(lmax, 3) + "  mean " + fixed_text(mean, 3) + "\n";
+    if (r.fed.empty()) text += " (none)";
+    for (std::size_t i = 0; i < r.fed.size(); ++i)
+        text += " " + r.fed[i] + " " + to_string(r.fed_values[i].dtype()) + " " + to_string(r.fed_values[i].shape());
+    const auto& l = r.latency;
+    text += "\nlatency (us): min " + fixed_text(l.front(), 3) + "  median " + fixed_text(quantile(l, 0.5), 3) + "  p90 " +
+            fixed_text(quantile(l, 0.9), 3) + "  max " + fixed_text(l.back(), 3) + "  mean " + fixed_text(mean_of(l), 3) + "\n";
     text += "time per op type, summed over " + count(a.runs, "more run") + " with each op timed:\n";
-    if (ops.empty()) text += "  (no ops)\n";
+    if (r.ops.empty()) text += "  (no ops)\n";
     std::vector<std::array<std::string, 5>> rows{{"type", "count", "total us", "us per run", "share"}};
-    for (auto& o : ops)
-        rows.push_back({o.type, std::to_string(o.count), fixed_text(us(o.total), 3),
-                        fixed_text(us(o.total) / a.runs, 3), fixed_text(100 * share(o), 1) + "%"});
+    for (auto& o : r.ops)
+        rows.push_back({o.type, std::to_string(o.count), fixed_text(micros(o.total), 3),
+                        fixed_text(micros(o.total) / a.runs, 3), fixed_text(100 * share_of(r, o), 1) + "%"});
     std::array<std::size_t, 5> w{};
-    for (auto& r : rows)
-        for (std::size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
-    if (!ops.empty())
-        for (auto& r : rows) {
-            std::string line = "  " + pad_right(r[0], w[0]);
-            for (std::size_t c = 1; c < r.size(); ++c) line += "  " + pad_left(r[c], w[c]);
+    for (auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c) w[c] = std::max(w[c], row[c].size());
+    if (!r.ops.empty())
+        for (auto& row : rows) {
+            std::string line = "  " + pad_right(row[0], w[0]);
+            for (std::size_t c = 1; c < row.size(); ++c) line += "  " + pad_left(row[c], w[c]);
             text += line + "\n";
         }
-    text += "memory: arena " + std::to_string(mem.host().arena_bytes) + " bytes in " +
-            std::to_string(mem.slot_bytes.size()) + " slots, lower bound " + std::to_string(mem.host().lower_bound) +
-            " bytes, one buffer per value " + std::to_string(mem.host().unshared_bytes) + " bytes\n";
-    std::cout << text;
+    const MemoryFigures& mem = r.memory.host();
+    text += "memory: arena " + std::to_string(mem.arena_bytes) + " bytes in " + std::to_string(r.memory.slot_bytes.size()) +
+            " slots, lower bound " + std::to_string(mem.lower_bound) + " bytes, one buffer per value " +
+            std::to_string(mem.unshared_bytes) + " bytes\n";
+    return text;
+}
+
+int cmd_bench(const Args& a) {
+    const BenchResult r = run_bench(a);
+    if (a.json) std::cout << bench_json(a, r).dump(2) << "\n";
+    else std::cout << bench_text(a, r);
     return 0;
 }
 

@@ -80,6 +80,29 @@ DLGRAPH_INLINE bool exchange_entries(const std::filesystem::path& a, const std::
 DLGRAPH_INLINE std::string checkpoint_unique_suffix();
 
 // Writes one file of a checkpoint, calling the test hook first.
+// Where a checkpoint goes: `dir` checked (a directory name; an existing one
+// must be a checkpoint or empty, not a link), its parent, and whether an old
+// checkpoint is replaced.
+struct checkpoint_target {
+    std::string dir;                 // as given, for messages
+    std::filesystem::path path, parent;
+    std::string name;                // the last component
+    std::string suffix;              // unique to this save: temporary names
+    bool replace = false;
+};
+DLGRAPH_INLINE checkpoint_target checkpoint_target_of(const std::string& dir);
+
+// Writes program.json and one .npy per value into a new temporary sibling
+// of the target and returns it; on failure removes it and throws.
+DLGRAPH_INLINE std::filesystem::path write_checkpoint_aside(
+        const checkpoint_target& t, const ProgramDesc& program,
+        const std::vector<std::pair<const VarDesc*, const Tensor*>>& values);
+
+// Puts the written directory `tmp` in the target's place: a rename, or an
+// atomic exchange with the old checkpoint where the system has one, else two
+// renames (the old one aside, the new one in).
+DLGRAPH_INLINE void swap_in_checkpoint(const checkpoint_target& t, const std::filesystem::path& tmp);
+
 template <class F> void checkpoint_write(const std::string& path, F&& write) {
     if (checkpoint_write_hook) checkpoint_write_hook(path);
     write();
@@ -98,34 +121,12 @@ DLGRAPH_INLINE ProgramDesc load_checkpoint_program(const std::string& dir);
 // so a mistyped path never deletes unrelated files. On any failure the
 // previous checkpoint is left as it was and no temporary directory remains.
 template <device_policy D> void save_checkpoint(Session<D>& session, const std::string& dir) {
-    namespace fs = std::filesystem;
-    fs::path target(dir);
-    if (!target.empty() && !target.has_filename()) target = target.parent_path();  // "ck/" -> "ck"
-    const std::string fname = target.filename().string();
-    if (target.empty() || fname == "." || fname == "..")
-        throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir + "': name a directory (not '" +
-                                                    (dir.empty() ? std::string() : fname) + "')");
-    std::error_code ec;
-    const fs::file_status st = fs::symlink_status(target, ec);
-    const bool replace = fs::exists(st);
-    if (replace) {
-        if (fs::is_symlink(st))
-            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir +
-                                                        "': it is a symbolic link; name the directory itself");
-        if (!fs::is_directory(st))
-            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir + "': it exists and is not a directory");
-        if (!fs::exists(target / "program.json", ec) && !fs::is_empty(target, ec))
-            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir +
-                                                        "': the directory exists and is not a checkpoint (it has no "
-                                                        "program.json); refusing to replace it");
-    }
-
+    const detail::checkpoint_target target = detail::checkpoint_target_of(dir);
     session.initialize_persistables();
-    const ProgramDesc& program = session.program();
+    std::list<Tensor> on_host;  // host copies of values in device memory
     std::vector<std::pair<const VarDesc*, const Tensor*>> values;
     std::vector<std::string> problems;
-    std::list<Tensor> on_host;  // host copies of values in device memory
-    for (const VarDesc* vd : detail::checkpoint_vars(program)) {
+    for (const VarDesc* vd : detail::checkpoint_vars(session.program())) {
         const Variable* v = session.scope().find_local(vd->name);
         if (!v || !v->initialized()) {
             problems.push_back("variable '" + vd->name + "' has no value");
@@ -140,71 +141,8 @@ template <device_policy D> void save_checkpoint(Session<D>& session, const std::
         }
     }
     if (!problems.empty()) detail::checkpoint_fail("save", dir, problems);
-
-    const fs::path parent = target.parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec)) {
-        fs::create_directories(parent, ec);
-        if (ec || !fs::is_directory(parent))
-            throw io_error("dlgraph.io.mkdir", "cannot save checkpoint '" + dir + "': cannot create directory '" +
-                                                   parent.string() + "'" + (ec ? ": " + ec.message() : std::string()));
-    }
-    const std::string suffix = detail::checkpoint_unique_suffix();
-    const fs::path tmp = parent / ("." + fname + ".tmp-" + suffix);
-    if (!fs::create_directory(tmp, ec) || ec)
-        throw io_error("dlgraph.io.mkdir", "cannot save checkpoint '" + dir + "': cannot create temporary directory '" +
-                                               tmp.string() + "'" + (ec ? ": " + ec.message() : std::string()));
-    auto discard_tmp = [&] {
-        std::error_code ignored;
-        fs::remove_all(tmp, ignored);
-    };
-    try {
-        const std::string json_path = (tmp / "program.json").string();
-        const std::string text = save_program(program);
-        detail::checkpoint_write(json_path, [&] { detail::write_file_atomic(json_path, {text}); });
-        for (auto& [vd, t] : values) {
-            const std::string path = detail::checkpoint_file(tmp, vd->name);
-            detail::checkpoint_write(path, [&] { write_npy(path, *t); });
-        }
-        detail::fsync_directory(tmp);
-    } catch (...) {
-        discard_tmp();
-        throw;
-    }
-
-    // Put the new directory in place of the old one.
-    if (!replace) {
-        fs::rename(tmp, target, ec);
-        if (ec) {
-            discard_tmp();
-            throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': rename from '" + tmp.string() +
-                                                   "' failed: " + ec.message());
-        }
-    } else if (!detail::checkpoint_no_exchange && detail::exchange_entries(tmp, target)) {
-        discard_tmp();  // now holds the previous checkpoint
-    } else {
-        // Two renames: the old checkpoint aside, the new one in. Between
-        // them (a crash there) the old one is at `old`.
-        const fs::path old = parent / ("." + fname + ".old-" + suffix);
-        fs::rename(target, old, ec);
-        if (ec) {
-            discard_tmp();
-            throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': cannot move the previous one "
-                                                   "aside: " + ec.message());
-        }
-        fs::rename(tmp, target, ec);
-        if (ec) {
-            std::error_code back;
-            fs::rename(old, target, back);
-            discard_tmp();
-            throw io_error("dlgraph.io.write", "cannot save checkpoint '" + dir + "': rename from '" + tmp.string() +
-                                                   "' failed: " + ec.message() +
-                                                   (back ? "; the previous checkpoint is at '" + old.string() + "'"
-                                                         : std::string()));
-        }
-        std::error_code ignored;
-        fs::remove_all(old, ignored);
-    }
-    detail::fsync_directory(parent);
+    const std::filesystem::path tmp = detail::write_checkpoint_aside(target, session.program(), values);
+    detail::swap_in_checkpoint(target, tmp);
 }
 
 // Reads every persistable tensor variable of the session's program (block
@@ -256,6 +194,112 @@ extern template void load_checkpoint<cpu>(Session<cpu>&, const std::string&);
 #endif
 
 #if DLGRAPH_DEFINE_RUNTIME
+
+namespace dlgraph::detail {
+
+DLGRAPH_INLINE checkpoint_target checkpoint_target_of(const std::string& dir) {
+    namespace fs = std::filesystem;
+    checkpoint_target t;
+    t.dir = dir;
+    t.path = dir;
+    if (!t.path.empty() && !t.path.has_filename()) t.path = t.path.parent_path();  // "ck/" -> "ck"
+    t.name = t.path.filename().string();
+    if (t.path.empty() || t.name == "." || t.name == "..")
+        throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir + "': name a directory (not '" +
+                                                    (dir.empty() ? std::string() : t.name) + "')");
+    t.parent = t.path.parent_path();
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(t.path, ec);
+    t.replace = fs::exists(st);
+    if (t.replace) {
+        if (fs::is_symlink(st))
+            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir +
+                                                        "': it is a symbolic link; name the directory itself");
+        if (!fs::is_directory(st))
+            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir + "': it exists and is not a directory");
+        if (!fs::exists(t.path / "program.json", ec) && !fs::is_empty(t.path, ec))
+            throw io_error("dlgraph.io.checkpoint", "cannot save checkpoint '" + dir +
+                                                        "': the directory exists and is not a checkpoint (it has no "
+                                                        "program.json); refusing to replace it");
+    }
+    t.suffix = checkpoint_unique_suffix();
+    return t;
+}
+
+DLGRAPH_INLINE std::filesystem::path write_checkpoint_aside(
+        const checkpoint_target& t, const ProgramDesc& program,
+        const std::vector<std::pair<const VarDesc*, const Tensor*>>& values) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!t.parent.empty() && !fs::is_directory(t.parent, ec)) {
+        fs::create_directories(t.parent, ec);
+        if (ec || !fs::is_directory(t.parent))
+            throw io_error("dlgraph.io.mkdir", "cannot save checkpoint '" + t.dir + "': cannot create directory '" +
+                                                   t.parent.string() + "'" + (ec ? ": " + ec.message() : std::string()));
+    }
+    const fs::path tmp = t.parent / ("." + t.name + ".tmp-" + t.suffix);
+    if (!fs::create_directory(tmp, ec) || ec)
+        throw io_error("dlgraph.io.mkdir", "cannot save checkpoint '" + t.dir + "': cannot create temporary directory '" +
+                                               tmp.string() + "'" + (ec ? ": " + ec.message() : std::string()));
+    try {
+        const std::string json_path = (tmp / "program.json").string();
+        const std::string text = save_program(program);
+        checkpoint_write(json_path, [&] { write_file_atomic(json_path, {text}); });
+        for (auto& [vd, value] : values) {
+            const std::string path = checkpoint_file(tmp, vd->name);
+            checkpoint_write(path, [&] { write_npy(path, *value); });
+        }
+        fsync_directory(tmp);
+    } catch (...) {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+        throw;
+    }
+    return tmp;
+}
+
+DLGRAPH_INLINE void swap_in_checkpoint(const checkpoint_target& t, const std::filesystem::path& tmp) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    auto discard_tmp = [&] {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+    };
+    auto fail = [&](const std::string& why) {
+        throw io_error("dlgraph.io.write", "cannot save checkpoint '" + t.dir + "': " + why);
+    };
+    if (!t.replace) {
+        fs::rename(tmp, t.path, ec);
+        if (ec) {
+            discard_tmp();
+            fail("rename from '" + tmp.string() + "' failed: " + ec.message());
+        }
+    } else if (!checkpoint_no_exchange && exchange_entries(tmp, t.path)) {
+        discard_tmp();  // now holds the previous checkpoint
+    } else {
+        // Two renames: the old checkpoint aside, the new one in. Between
+        // them (a crash there) the old one is at `old`.
+        const fs::path old = t.parent / ("." + t.name + ".old-" + t.suffix);
+        fs::rename(t.path, old, ec);
+        if (ec) {
+            discard_tmp();
+            fail("cannot move the previous one aside: " + ec.message());
+        }
+        fs::rename(tmp, t.path, ec);
+        if (ec) {
+            std::error_code back;
+            fs::rename(old, t.path, back);
+            discard_tmp();
+            fail("rename from '" + tmp.string() + "' failed: " + ec.message() +
+                 (back ? "; the previous checkpoint is at '" + old.string() + "'" : std::string()));
+        }
+        std::error_code ignored;
+        fs::remove_all(old, ignored);
+    }
+    fsync_directory(t.parent);
+}
+
+}  // namespace dlgraph::detail
 
 namespace dlgraph::detail {
 

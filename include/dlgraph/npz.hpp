@@ -95,109 +95,129 @@ inline npz_member npz_member_of(const std::string& var, const Tensor& t) {
     return m;
 }
 
-// Lays out a stored (uncompressed) ZIP archive of `members`, ZIP64 where a
-// size or offset needs it, and writes it atomically.
+// The ZIP records of one stored (uncompressed) entry, ZIP64 where its size
+// or offset needs it: the local header before its bytes, and its central
+// directory record.
+struct zip_entry_records {
+    std::string local, central;
+};
+
+inline zip_entry_records zip_records(const std::string& path, const npz_member& m, std::uint64_t offset) {
+    if (m.name.size() > 0xffff)
+        throw io_error("dlgraph.io.npz", "cannot write '" + path + "': variable name of " +
+                                             std::to_string(m.name.size()) + " bytes is too long for a ZIP entry");
+    const std::uint64_t size = m.header.size() + m.data.size();
+    const std::uint32_t crc = crc32_update(crc32_update(0, m.header), m.data);
+    const bool big = size >= zip_max32;
+    const bool far = offset >= zip_max32;
+    const std::uint32_t flags = is_ascii(m.name) ? 0 : 0x0800;  // bit 11: the name is UTF-8
+    const std::uint32_t version = big || far ? 45 : 20;
+    const auto size32 = big ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(size);
+    zip_entry_records r;
+    std::string& local = r.local;
+    put32(local, zip_local_sig);
+    put16(local, version);
+    put16(local, flags);
+    put16(local, 0);  // stored
+    put16(local, 0);  // time
+    put16(local, zip_dos_date);
+    put32(local, crc);
+    put32(local, size32);
+    put32(local, size32);
+    put16(local, static_cast<std::uint32_t>(m.name.size()));
+    put16(local, big ? 20 : 0);
+    local += m.name;
+    if (big) {
+        put16(local, 1);
+        put16(local, 16);
+        put64(local, size);
+        put64(local, size);
+    }
+    std::string extra;
+    if (big || far) {
+        put16(extra, 1);
+        put16(extra, (big ? 16 : 0) + (far ? 8 : 0));
+        if (big) {
+            put64(extra, size);
+            put64(extra, size);
+        }
+        if (far) put64(extra, offset);
+    }
+    std::string& central = r.central;
+    put32(central, zip_central_sig);
+    put16(central, (3u << 8) | version);  // made by: Unix
+    put16(central, version);
+    put16(central, flags);
+    put16(central, 0);
+    put16(central, 0);
+    put16(central, zip_dos_date);
+    put32(central, crc);
+    put32(central, size32);
+    put32(central, size32);
+    put16(central, static_cast<std::uint32_t>(m.name.size()));
+    put16(central, static_cast<std::uint32_t>(extra.size()));
+    put16(central, 0);                  // comment
+    put16(central, 0);                  // disk
+    put16(central, 0);                  // internal attributes
+    put32(central, 0100644u << 16);     // external: a regular file, rw-r--r--
+    put32(central, far ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(offset));
+    central += m.name;
+    central += extra;
+    return r;
+}
+
+// The end of the central directory (n entries, cd_size bytes from
+// cd_offset), with the ZIP64 records first where a count or offset needs them.
+inline void put_zip_end(std::string& out, std::uint64_t n, std::uint64_t cd_size, std::uint64_t cd_offset) {
+    if (n >= 0xffff || cd_size >= zip_max32 || cd_offset >= zip_max32) {
+        put32(out, zip64_end_sig);
+        put64(out, 44);
+        put16(out, 45);
+        put16(out, 45);
+        put32(out, 0);
+        put32(out, 0);
+        put64(out, n);
+        put64(out, n);
+        put64(out, cd_size);
+        put64(out, cd_offset);
+        put32(out, zip64_locator_sig);
+        put32(out, 0);
+        put64(out, cd_offset + cd_size);
+        put32(out, 1);
+    }
+    put32(out, zip_end_sig);
+    put16(out, 0);
+    put16(out, 0);
+    put16(out, static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 0xffff)));
+    put16(out, static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 0xffff)));
+    put32(out, static_cast<std::uint32_t>(std::min(cd_size, zip_max32)));
+    put32(out, static_cast<std::uint32_t>(std::min(cd_offset, zip_max32)));
+    put16(out, 0);
+}
+
+// Lays out a stored ZIP archive of `members` and writes it atomically: each
+// entry's local header and bytes, then the central directory and its end.
 inline void write_npz_members(const std::string& path, std::vector<npz_member>& members) {
-    std::vector<std::string> headers;  // local headers, then the central directory and end records
-    headers.reserve(members.size() + 1);
+    std::vector<std::string> locals;
+    locals.reserve(members.size());
     std::string central;
     std::uint64_t offset = 0;
     for (auto& m : members) {
-        const std::uint64_t size = m.header.size() + m.data.size();
-        const std::uint32_t crc = crc32_update(crc32_update(0, m.header), m.data);
-        const bool big = size >= zip_max32;
-        const bool far = offset >= zip_max32;
-        const std::uint32_t flags = is_ascii(m.name) ? 0 : 0x0800;  // bit 11: the name is UTF-8
-        const std::uint32_t version = big || far ? 45 : 20;
-        if (m.name.size() > 0xffff)
-            throw io_error("dlgraph.io.npz", "cannot write '" + path + "': variable name of " +
-                                                 std::to_string(m.name.size()) + " bytes is too long for a ZIP entry");
-        std::string local;
-        put32(local, zip_local_sig);
-        put16(local, version);
-        put16(local, flags);
-        put16(local, 0);  // stored
-        put16(local, 0);  // time
-        put16(local, zip_dos_date);
-        put32(local, crc);
-        put32(local, big ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(size));
-        put32(local, big ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(size));
-        put16(local, static_cast<std::uint32_t>(m.name.size()));
-        put16(local, big ? 20 : 0);
-        local += m.name;
-        if (big) {
-            put16(local, 1);
-            put16(local, 16);
-            put64(local, size);
-            put64(local, size);
-        }
-        std::string extra;
-        if (big || far) {
-            put16(extra, 1);
-            put16(extra, (big ? 16 : 0) + (far ? 8 : 0));
-            if (big) {
-                put64(extra, size);
-                put64(extra, size);
-            }
-            if (far) put64(extra, offset);
-        }
-        put32(central, zip_central_sig);
-        put16(central, (3u << 8) | version);  // made by: Unix
-        put16(central, version);
-        put16(central, flags);
-        put16(central, 0);
-        put16(central, 0);
-        put16(central, zip_dos_date);
-        put32(central, crc);
-        put32(central, big ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(size));
-        put32(central, big ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(size));
-        put16(central, static_cast<std::uint32_t>(m.name.size()));
-        put16(central, static_cast<std::uint32_t>(extra.size()));
-        put16(central, 0);                  // comment
-        put16(central, 0);                  // disk
-        put16(central, 0);                  // internal attributes
-        put32(central, 0100644u << 16);     // external: a regular file, rw-r--r--
-        put32(central, far ? static_cast<std::uint32_t>(zip_max32) : static_cast<std::uint32_t>(offset));
-        central += m.name;
-        central += extra;
-        offset += local.size() + size;
-        headers.push_back(std::move(local));
+        zip_entry_records r = zip_records(path, m, offset);
+        offset += r.local.size() + m.header.size() + m.data.size();
+        locals.push_back(std::move(r.local));
+        central += r.central;
     }
-    const std::uint64_t n = members.size(), cd_size = central.size(), cd_offset = offset;
-    if (n >= 0xffff || cd_size >= zip_max32 || cd_offset >= zip_max32) {
-        put32(central, zip64_end_sig);
-        put64(central, 44);
-        put16(central, 45);
-        put16(central, 45);
-        put32(central, 0);
-        put32(central, 0);
-        put64(central, n);
-        put64(central, n);
-        put64(central, cd_size);
-        put64(central, cd_offset);
-        put32(central, zip64_locator_sig);
-        put32(central, 0);
-        put64(central, cd_offset + cd_size);
-        put32(central, 1);
-    }
-    put32(central, zip_end_sig);
-    put16(central, 0);
-    put16(central, 0);
-    put16(central, static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 0xffff)));
-    put16(central, static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 0xffff)));
-    put32(central, static_cast<std::uint32_t>(std::min(cd_size, zip_max32)));
-    put32(central, static_cast<std::uint32_t>(std::min(cd_offset, zip_max32)));
-    put16(central, 0);
-    headers.push_back(std::move(central));
-
+    const std::uint64_t cd_size = central.size();
+    put_zip_end(central, members.size(), cd_size, offset);
     std::vector<std::string_view> pieces;
     pieces.reserve(3 * members.size() + 1);
     for (std::size_t i = 0; i < members.size(); ++i) {
-        pieces.push_back(headers[i]);
+        pieces.push_back(locals[i]);
         pieces.push_back(members[i].header);
         pieces.push_back(members[i].data);
     }
-    pieces.push_back(headers.back());
+    pieces.push_back(central);
     write_file_atomic(path, pieces);
 }
 

@@ -126,23 +126,36 @@ DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p) {
 
 DLGRAPH_INLINE json plan_json(const ExecutionPlan& p) { return json(p); }
 
-DLGRAPH_INLINE std::string describe(const ExecutionPlan& p) {
-    auto vname = [&](int v) -> const std::string& { return p.values[static_cast<std::size_t>(v)].name; };
-    auto op_at = [&](int step) {
-        const PlannedStep& st = p.steps[static_cast<std::size_t>(step)];
-        return st.is_copy() ? "copy@" + std::to_string(step) : "#" + std::to_string(st.op_index);
-    };
-    auto pad = [](std::string s, std::size_t w) {
-        if (s.size() < w) s.append(w - s.size(), ' ');
-        return s;
-    };
+}  // namespace dlgraph
+
+namespace dlgraph::detail {
+
+// "X=x,Y=[a,b]": a step's slots and the values in them.
+DLGRAPH_INLINE std::string describe_slots(const ExecutionPlan& p, const std::vector<SlotDef>& defs,
+                                          const std::vector<std::uint16_t>& off, const std::vector<int>& vals) {
+    std::string s;
+    for (std::size_t k = 0; k + 1 < off.size() && k < defs.size(); ++k) {
+        const int n = off[k + 1] - off[k];
+        if (n == 0) continue;
+        if (!s.empty()) s += ",";
+        s += std::string(defs[k].name) + "=";
+        if (n > 1) s += "[";
+        for (int i = off[k]; i < off[k + 1]; ++i) {
+            if (i > off[k]) s += ",";
+            s += p.values[static_cast<std::size_t>(vals[static_cast<std::size_t>(i)])].name;
+        }
+        if (n > 1) s += "]";
+    }
+    return s;
+}
+
+DLGRAPH_INLINE std::string describe_header(const ExecutionPlan& p) {
     int copies = 0, on_device = 0;
     for (auto& st : p.steps) {
         copies += st.is_copy();
         on_device += !st.is_copy() && st.place == Place::device;
     }
-    std::string out = "plan: " + std::to_string(p.steps.size()) + " steps, " + std::to_string(p.values.size()) +
-                      " values";
+    std::string out = "plan: " + std::to_string(p.steps.size()) + " steps, " + std::to_string(p.values.size()) + " values";
     if (p.has_device)
         out += ", " + std::to_string(on_device) + " steps on " + p.device + ", " + std::to_string(copies) + " copies";
     out += "\ntargets:";
@@ -154,35 +167,33 @@ DLGRAPH_INLINE std::string describe(const ExecutionPlan& p) {
     out += "\nfed:";
     if (p.fed.empty()) out += " (none)";
     for (auto& f : p.fed) out += " " + f;
-    out += "\nsteps:\n";
+    return out + "\n";
+}
+
+DLGRAPH_INLINE std::string describe_steps(const ExecutionPlan& p) {
+    std::string out = "steps:\n";
     if (p.steps.empty()) out += "  (none)\n";
-    auto slot_list = [&](const std::vector<SlotDef>& defs, const std::vector<std::uint16_t>& off,
-                         const std::vector<int>& vals) {
-        std::string s;
-        for (std::size_t k = 0; k + 1 < off.size() && k < defs.size(); ++k) {
-            const int n = off[k + 1] - off[k];
-            if (n == 0) continue;
-            if (!s.empty()) s += ",";
-            s += std::string(defs[k].name) + "=";
-            if (n > 1) s += "[";
-            for (int i = off[k]; i < off[k + 1]; ++i) {
-                if (i > off[k]) s += ",";
-                s += vname(vals[static_cast<std::size_t>(i)]);
-            }
-            if (n > 1) s += "]";
-        }
-        return s;
-    };
     for (auto& st : p.steps) {
         out += "  " + std::string(st.is_copy() ? "copy" : "#" + std::to_string(st.op_index)) + " " +
                std::string(st.def->type) + "  ";
-        const std::string ins = slot_list(st.def->inputs, st.in_off, st.ins);
-        out += (ins.empty() ? "(no inputs)" : ins) + " -> " + slot_list(st.def->outputs, st.out_off, st.outs);
+        const std::string ins = describe_slots(p, st.def->inputs, st.in_off, st.ins);
+        out += (ins.empty() ? "(no inputs)" : ins) + " -> " + describe_slots(p, st.def->outputs, st.out_off, st.outs);
         if (!st.is_copy() && st.place == Place::device) out += "  [" + p.device + "]";
         out += "\n";
     }
+    return out;
+}
 
-    out += "values:\n";
+DLGRAPH_INLINE std::string describe_values(const ExecutionPlan& p) {
+    auto op_at = [&](int step) {
+        const PlannedStep& st = p.steps[static_cast<std::size_t>(step)];
+        return st.is_copy() ? "copy@" + std::to_string(step) : "#" + std::to_string(st.op_index);
+    };
+    auto pad = [](std::string s, std::size_t w) {
+        if (s.size() < w) s.append(w - s.size(), ' ');
+        return s;
+    };
+    std::string out = "values:\n";
     if (p.values.empty()) out += "  (none)\n";
     std::size_t wname = 0, wtype = 0, wbytes = 0;
     std::vector<std::string> types, bytes;
@@ -197,38 +208,48 @@ DLGRAPH_INLINE std::string describe(const ExecutionPlan& p) {
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
         std::string line = "  " + pad(pv.name, wname) + "  " +
-                           pad(std::string(value_kind_names[static_cast<int>(pv.kind)]), 12) + "  " +
-                           pad(types[v], wtype);
+                           pad(std::string(value_kind_names[static_cast<int>(pv.kind)]), 12) + "  " + pad(types[v], wtype);
         if (p.shaped) line += "  " + pad(bytes[v], wbytes);
         if (pv.place == Place::device) line += "  on " + p.device;
         if (p.shaped && p.memory.value_slot[v] >= 0)
             line += "  slot " + std::to_string(p.memory.value_slot[v]) + " @" + std::to_string(p.memory.value_offset[v]);
         if (pv.written && pv.first_step != INT_MAX)
-            line += "  live " + op_at(pv.first_step) + ".." +
-                    (pv.last_step == INT_MAX ? std::string("end") : op_at(pv.last_step));
+            line += "  live " + op_at(pv.first_step) + ".." + (pv.last_step == INT_MAX ? std::string("end") : op_at(pv.last_step));
         if (pv.target) line += "  target";
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
-    if (!p.shaped) return out;
+    return out;
+}
 
+DLGRAPH_INLINE std::string describe_memory(const ExecutionPlan& p) {
     const MemoryPlan& m = p.memory;
-    out += "memory:\n";
+    std::string out = "memory:\n";
     for (std::size_t s = 0; s < m.slot_bytes.size(); ++s) {
         std::string users;
         for (std::size_t v = 0; v < p.values.size(); ++v)
             if (m.value_slot[v] == static_cast<int>(s)) users += (users.empty() ? "" : ", ") + p.values[v].name;
         out += "  slot " + std::to_string(s) + ": " + std::to_string(m.slot_bytes[s]) + " bytes on " +
-               detail::place_name(p, m.slot_place[s]) + " (" + users + ")\n";
+               place_name(p, m.slot_place[s]) + " (" + users + ")\n";
     }
     for (int pl = 0; pl < (p.has_device ? 2 : 1); ++pl) {
         const MemoryFigures& f = m.figures[static_cast<std::size_t>(pl)];
         int nslots = 0;
         for (Place sp : m.slot_place) nslots += sp == static_cast<Place>(pl);
-        out += "  " + detail::place_name(p, static_cast<Place>(pl)) + ": arena " + std::to_string(f.arena_bytes) +
-               " bytes in " + std::to_string(nslots) + " slots, one buffer per value " +
-               std::to_string(f.unshared_bytes) + " bytes, lower bound " + std::to_string(f.lower_bound) + " bytes\n";
+        out += "  " + place_name(p, static_cast<Place>(pl)) + ": arena " + std::to_string(f.arena_bytes) + " bytes in " +
+               std::to_string(nslots) + " slots, one buffer per value " + std::to_string(f.unshared_bytes) +
+               " bytes, lower bound " + std::to_string(f.lower_bound) + " bytes\n";
     }
+    return out;
+}
+
+}  // namespace dlgraph::detail
+
+namespace dlgraph {
+
+DLGRAPH_INLINE std::string describe(const ExecutionPlan& p) {
+    std::string out = detail::describe_header(p) + detail::describe_steps(p) + detail::describe_values(p);
+    if (p.shaped) out += detail::describe_memory(p);
     return out;
 }
 
