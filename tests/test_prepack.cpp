@@ -108,11 +108,11 @@ TEST_CASE("prepack: a weight is repacked when its value changes") {
 
     SUBCASE("training steps change it") {
         for (int i = 0; i < 3; ++i) {
-            both([&](Session<cpu>& s) { s.eval(step, feeds); });
+            both([&](Session<cpu>& s) { s.eval(step.targets(), feeds); });
             check_forward();
         }
         // The training plan writes w, so it never packs it.
-        CHECK(packed.packed_steps(step, std::vector<std::string>{"x", "label"}).empty());
+        CHECK(packed.packed_steps(step.targets(), std::vector<std::string>{"x", "label"}).empty());
     }
     SUBCASE("a write through the scope changes it") {
         both([&](Session<cpu>& s) { s.scope().var("w").get_mutable<Tensor>().data<float>()[7] = 3.0f; });
@@ -132,7 +132,7 @@ TEST_CASE("prepack: a weight is repacked when its value changes") {
         test_temp_dir tmp;
         const std::string dir = tmp.file("ckpt");
         Session<cpu> other(p, packing(true));
-        other.eval(step, feeds);  // different weights from the two above
+        other.eval(step.targets(), feeds);  // different weights from the two above
         save_checkpoint(other, dir);
         both([&](Session<cpu>& s) { load_checkpoint(s, dir); });
         check_forward();

@@ -36,7 +36,7 @@ TEST_CASE("sgd, momentum and adam match reference updates") {
         s.scope().find("w")->get_mutable<Tensor>().copy_from(to_tensor(init));
         std::vector<double> w = w0;
         for (int it = 0; it < 5; ++it) {
-            s.eval(step, {{q.t, target}});
+            s.eval(step.targets(), {{q.t, target}});
             reference(w, grad(w), it + 1);
             auto got = s.eval(q.w);
             for (std::size_t i = 0; i < w.size(); ++i) CHECK(got(i) == doctest::Approx(w[i]).epsilon(1e-12));
@@ -91,7 +91,7 @@ TEST_CASE("evaluating the loss never changes parameters; a step changes each exa
     CHECK(s.eval(b) == b0);
     // One step = one SGD update with the gradients at w0.
     auto grads = s.eval({TargetRef(step.param_grads[0].second), TargetRef(step.param_grads[1].second)}, {{x, xv}});
-    s.eval(step, {{x, xv}});
+    s.eval(step.targets(), {{x, xv}});
     xt::xarray<double> gw = to_xarray<double>(grads[step.param_grads[0].first == "w" ? 0 : 1]);
     CHECK(xt::allclose(s.eval(w), w0 - 0.5 * gw));
 }
@@ -102,10 +102,10 @@ TEST_CASE("the learning rate is a variable a schedule can change") {
     Session<cpu> s(q.p);
     xt::xarray<double> t = {1.0};
     set_scalar(s, step.learning_rate, 0.0);  // before the first step: replaces the initial value
-    s.eval(step, {{q.t, t}});
+    s.eval(step.targets(), {{q.t, t}});
     CHECK(s.eval(q.w)(0) == 0.0);  // lr 0: no change
     set_scalar(s, step.learning_rate, 0.25);
-    s.eval(step, {{q.t, t}});
+    s.eval(step.targets(), {{q.t, t}});
     CHECK(s.eval(q.w)(0) == doctest::Approx(0.5));  // w -= 0.25 * 2 * (0 - 1)
     CHECK_THROWS_CONTAINING(set_scalar(s, "t", 1.0), graph_error, "'t' is not a persistable variable");
 }

@@ -204,8 +204,8 @@ public:
     int op() const { return op_; }
     const VarDesc& desc() const { return *st_->desc.blocks[0].find_var(name_); }
     Shape shape() const { return Shape(desc().dims); }
+    // A handle is a target: evaluating it evaluates the op that produced it.
     operator TargetRef() const { return {name_, op_}; }
-    operator std::string_view() const { return name_; }
     const std::shared_ptr<detail::builder_state>& state() const { return st_; }
     Program program() const;
 

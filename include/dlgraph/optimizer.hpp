@@ -15,7 +15,8 @@ struct TrainStep {
     std::vector<TargetRef> ops;
     std::string learning_rate;  // the learning-rate variable
     std::vector<std::pair<std::string, std::string>> param_grads;
-    operator std::span<const TargetRef>() const { return ops; }
+    // The step's ops, as targets: s.eval(step.targets(), feeds).
+    std::span<const TargetRef> targets() const { return ops; }
     // The step's ops followed by `extra` targets (e.g. the loss to report).
     std::vector<TargetRef> with(std::initializer_list<TargetRef> extra) const {
         std::vector<TargetRef> t = ops;

@@ -48,6 +48,12 @@ public:
     template <class V>
         requires(!std::is_arithmetic_v<std::remove_cvref_t<V>>)
     Feed(std::string_view name, V&& value) : name_(name), value_(as_tensor(std::forward<V>(value))) {}
+    // A feed for a handle (Var<T>): its name.
+    template <class H, class V>
+        requires requires(const H& h) {
+            { h.name() } -> std::same_as<const std::string&>;
+        }
+    Feed(const H& handle, V&& value) : Feed(std::string_view(handle.name()), std::forward<V>(value)) {}
     template <class S>
         requires std::is_arithmetic_v<S>
     Feed(std::string_view name, S v) : name_(name), is_scalar_(true) {

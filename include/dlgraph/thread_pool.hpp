@@ -39,6 +39,9 @@ public:
     ThreadPool& operator=(const ThreadPool&) = delete;
 
     int workers() const { return static_cast<int>(workers_.size()); }
+    // Regions that ran on more than the calling thread (tests use it to
+    // check that work they meant to split was split).
+    std::uint64_t regions() const { return regions_.load(std::memory_order_relaxed); }
 
     // Runs f(i) for every i in [0, n), on the caller and up to n - 1 workers;
     // returns when all are done. f must not throw.
@@ -48,6 +51,7 @@ public:
             return;
         }
         std::lock_guard region(region_, std::adopt_lock);
+        regions_.fetch_add(1, std::memory_order_relaxed);
         {
             std::lock_guard lock(m_);
             fn_ = [](void* ctx, int i) { (*static_cast<F*>(ctx))(i); };
@@ -96,6 +100,7 @@ private:
     int busy_ = 0, wanted_ = 0;
     std::uint64_t generation_ = 0;
     bool stop_ = false;
+    std::atomic<std::uint64_t> regions_{0};
 };
 
 namespace detail {
