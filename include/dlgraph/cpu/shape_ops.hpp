@@ -1,16 +1,175 @@
-// The CPU kernels of ops/shape_ops.hpp. Transitional: this family's kernels are
-// still set by its definitions; these hooks are where they move.
+// The CPU kernels of the shape ops (ops/shape_ops.hpp): each reads its
+// tensors' shapes and attributes and calls the kernel core's copy loops
+// (kernels/shape.hpp); sum splits its additions over the thread pool.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "dlgraph/cpu/elementwise.hpp"
+#include "dlgraph/kernels/shape.hpp"
+#include "dlgraph/op.hpp"
 #include "dlgraph/ops/shape_ops.hpp"
 
 namespace dlgraph::cpu_ops {
-inline void reshape_kernels(OpDef&) {}
-inline void transpose_kernels(OpDef&) {}
-inline void concat_kernels(OpDef&) {}
-inline void split_kernels(OpDef&) {}
-inline void cast_kernels(OpDef&) {}
-inline void sum_kernels(OpDef&) {}
-inline void reshape_grad_kernels(OpDef&) {}
-inline void concat_grad_kernels(OpDef&) {}
+
+// Kernel tables of the ops that only move elements: every stored dtype,
+// FP16 included (its bytes are moved as they are).
+template <class Op> KernelTable copy_kernels() {
+    return cpu_kernels<Op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
+}
+
+// Parts (concat's inputs, split's outputs, sum's inputs) per call of the
+// core: their pointers and dims sit in arrays on the stack, so any number of
+// parts is handled a run at a time and a kernel allocates nothing.
+inline constexpr int parts_per_call = 32;
+
+// `axis` of a tensor of rank r, negative counting from the end (inference
+// has checked its range).
+inline int normal_axis(std::int64_t axis, int r) { return static_cast<int>(axis < 0 ? axis + r : axis); }
+
+struct reshape_op : ops::reshape_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::copy_elements(c.in(X).data<T>(), c.in(X).numel(), c.out(0).data<T>());
+    }
+};
+
+struct reshape_grad_op : ops::reshape_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::copy_elements(c.in(DOut).data<T>(), c.in(DOut).numel(), c.out(0).data<T>());
+    }
+};
+
+struct transpose_op : ops::transpose_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        kernels::transpose(x.data<T>(), x.shape().begin(), x.rank(), c.attr(axis).ints.data(), c.out(0).data<T>());
+    }
+};
+
+// Joins the inputs `x(k)` (k < n) along dim a into `y` of shape ys, a run
+// of parts_per_call inputs per call of the core.
+template <class T, class X> void concat_parts(int n, X x, int a, const Shape& ys, T* y) {
+    if (ys.numel() == 0) return;
+    const std::int64_t outer = ops::dim_product(ys, 0, a), inner = ops::dim_product(ys, a + 1, ys.rank());
+    const T* xs[parts_per_call];
+    std::int64_t dims[parts_per_call];
+    std::int64_t at = 0;  // where along dim a the run starts
+    for (int k0 = 0; k0 < n; k0 += parts_per_call) {
+        const int m = std::min(n - k0, parts_per_call);
+        std::int64_t width = 0;
+        for (int j = 0; j < m; ++j) {
+            const Tensor& t = x(k0 + j);
+            xs[j] = t.data<T>();
+            dims[j] = t.shape()[a];
+            width += dims[j];
+        }
+        kernels::concat(outer, inner, m, xs, dims, y + at * inner, ys[a] * inner);
+        at += width;
+    }
+}
+
+// Cuts `x` of shape xs along dim a into the outputs `y(k)` (k < n).
+template <class T, class Y> void split_parts(const T* x, int a, const Shape& xs, int n, Y y) {
+    if (xs.numel() == 0) return;
+    const std::int64_t outer = ops::dim_product(xs, 0, a), inner = ops::dim_product(xs, a + 1, xs.rank());
+    T* ys[parts_per_call];
+    std::int64_t dims[parts_per_call];
+    std::int64_t at = 0;
+    for (int k0 = 0; k0 < n; k0 += parts_per_call) {
+        const int m = std::min(n - k0, parts_per_call);
+        std::int64_t width = 0;
+        for (int j = 0; j < m; ++j) {
+            Tensor& t = y(k0 + j);
+            ys[j] = t.data<T>();
+            dims[j] = t.shape()[a];
+            width += dims[j];
+        }
+        kernels::split(outer, inner, m, x + at * inner, xs[a] * inner, ys, dims);
+        at += width;
+    }
+}
+
+struct concat_op : ops::concat_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& out = c.out(0);
+        concat_parts<T>(c.in_count(X), [&](int k) -> const Tensor& { return c.in(X, k); },
+                        normal_axis(c.attr(axis).i, out.rank()), out.shape(), out.data<T>());
+    }
+};
+
+struct concat_grad_op : ops::concat_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& dout = c.in(DOut);
+        split_parts<T>(dout.data<T>(), normal_axis(c.attr(axis).i, dout.rank()), dout.shape(), c.out_count(0),
+                       [&](int k) -> Tensor& { return c.out(0, k); });
+    }
+};
+
+struct split_op : ops::split_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        split_parts<T>(x.data<T>(), normal_axis(c.attr(axis).i, x.rank()), x.shape(), c.out_count(0),
+                       [&](int k) -> Tensor& { return c.out(0, k); });
+    }
+};
+
+struct cast_op : ops::cast_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        Tensor& out = c.out(0);
+        visit_dtype(out.dtype(), [&]<class U>(type_tag<U>) {
+            // FP16 has no conversions: inference refuses a cast to it, so
+            // no FP16 output reaches a kernel.
+            if constexpr (!std::is_same_v<U, float16>) kernels::cast(x.data<T>(), x.numel(), out.data<U>());
+        });
+    }
+};
+
+struct sum_op : ops::sum_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& out = c.out(0);
+        T* y = out.data<T>();
+        const std::int64_t n = out.numel();
+        const int count = c.in_count(X);
+        // Paddle programs accumulate gradients in place (Out is one of the
+        // X): then that input is already in Out and only the others add.
+        int alias = -1;
+        for (int k = 0; k < count; ++k)
+            if (c.in(X, k).raw() == out.raw()) alias = k;
+        if (alias < 0 && count == 1) return kernels::copy_elements(c.in(X, 0).data<T>(), n, y);
+        if (alias >= 0 && count == 1) return;
+        // One split of [0, n) as binary_loop makes it (pieces start on whole
+        // vectors), each piece taking every addition in input order: the
+        // bits of one elementwise_add per input.
+        split_loop<T>(n, [&](std::int64_t b, std::int64_t e) {
+            const T* xs[parts_per_call];
+            bool accumulate = alias >= 0;
+            int m = 0;
+            for (int k = 0; k < count; ++k) {
+                if (k == alias) continue;
+                xs[m++] = static_cast<const T*>(c.in(X, k).raw()) + b;
+                if (m == parts_per_call) {
+                    kernels::sum(e - b, m, xs, y + b, accumulate);
+                    accumulate = true;
+                    m = 0;
+                }
+            }
+            if (m > 0) kernels::sum(e - b, m, xs, y + b, accumulate);
+        });
+    }
+};
+
+inline void reshape_kernels(OpDef& d) { d.kernels = copy_kernels<reshape_op>(); }
+inline void reshape_grad_kernels(OpDef& d) { d.kernels = copy_kernels<reshape_grad_op>(); }
+inline void transpose_kernels(OpDef& d) { d.kernels = copy_kernels<transpose_op>(); }
+inline void concat_kernels(OpDef& d) { d.kernels = copy_kernels<concat_op>(); }
+inline void concat_grad_kernels(OpDef& d) { d.kernels = copy_kernels<concat_grad_op>(); }
+inline void split_kernels(OpDef& d) { d.kernels = copy_kernels<split_op>(); }
+inline void cast_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<cast_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
+}
+inline void sum_kernels(OpDef& d) { d.kernels = cpu_kernels<sum_op, float, double, std::int32_t, std::int64_t>(); }
+
 }  // namespace dlgraph::cpu_ops

@@ -1,10 +1,11 @@
-// Ops that create values: fill_constant, uniform_random, gaussian_random.
-// Random ops draw from std::mt19937_64 seeded by the `seed` attribute, so a
-// seed gives the same values on every run and machine; seed 0 draws a fresh
-// seed each run.
+// Ops that create values, their definitions: fill_constant, uniform_random,
+// gaussian_random, fill_any_like. The fills are in kernels/fill.hpp (the
+// kernel core), the CPU kernels in cpu/fill.hpp. Random ops draw from
+// std::mt19937_64 seeded by the `seed` attribute, so a seed gives the same
+// values on every run and machine; seed 0 draws a fresh seed each run.
 #pragma once
 
-#include <random>
+#include <string>
 
 #include "dlgraph/op.hpp"
 
@@ -19,12 +20,6 @@ inline void fill_infer(const InferContext& c) {
 
 struct fill_constant_op {
     enum { shape = 0, value = 1, dtype = 2 };
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        Tensor& out = c.out(0);
-        T v = static_cast<T>(c.attr(value).f);
-        T* p = out.data<T>();
-        std::fill(p, p + out.numel(), v);
-    }
 };
 inline OpDef fill_constant_def() {
     OpDef d{"fill_constant", {}, {{"Out"}},
@@ -32,24 +27,12 @@ inline OpDef fill_constant_def() {
              {"value", Attribute::make_float("value", 0.0)},
              {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
             &fill_infer, -1, fill_constant_op::dtype};
-    d.kernels = cpu_kernels<fill_constant_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = a tensor of `shape` filled with `value`";
     return d;
 }
 
-inline std::uint64_t seed_or_random(std::int64_t seed) {
-    if (seed != 0) return static_cast<std::uint64_t>(seed);
-    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-}
-
 struct uniform_random_op {
     enum { shape = 0, min = 1, max = 2, seed = 3, dtype = 4 };
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        std::mt19937_64 gen(seed_or_random(c.attr(seed).i));
-        std::uniform_real_distribution<double> dist(c.attr(min).f, c.attr(max).f);
-        T* out = c.out(0).data<T>();
-        for (std::int64_t i = 0, n = c.out(0).numel(); i < n; ++i) out[i] = static_cast<T>(dist(gen));
-    }
 };
 inline void uniform_infer(const InferContext& c) {
     if (c.attr(uniform_random_op::min).f > c.attr(uniform_random_op::max).f)
@@ -66,19 +49,12 @@ inline OpDef uniform_random_def() {
              {"seed", Attribute::make_int("seed", 0)},
              {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
             &uniform_infer, -1, uniform_random_op::dtype};
-    d.kernels = cpu_kernels<uniform_random_op, float, double>();
     d.doc = "Out = uniform random values in [min, max)";
     return d;
 }
 
 struct gaussian_random_op {
     enum { shape = 0, mean = 1, std_ = 2, seed = 3, dtype = 4 };
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        std::mt19937_64 gen(seed_or_random(c.attr(seed).i));
-        std::normal_distribution<double> dist(c.attr(mean).f, c.attr(std_).f);
-        T* out = c.out(0).data<T>();
-        for (std::int64_t i = 0, n = c.out(0).numel(); i < n; ++i) out[i] = static_cast<T>(dist(gen));
-    }
 };
 inline void gaussian_infer(const InferContext& c) {
     if (c.attr(gaussian_random_op::std_).f < 0) c.fail("dlgraph.shape.attr", "std must not be negative");
@@ -94,7 +70,6 @@ inline OpDef gaussian_random_def() {
              {"seed", Attribute::make_int("seed", 0)},
              {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}},
             &gaussian_infer, -1, gaussian_random_op::dtype};
-    d.kernels = cpu_kernels<gaussian_random_op, float, double>();
     d.doc = "Out = normal random values with `mean` and `std`";
     return d;
 }
@@ -104,28 +79,21 @@ inline OpDef gaussian_random_def() {
 // seeds loss@GRAD with it and gives unused outputs zero gradients.
 struct fill_any_like_op {
     enum { value = 0, dtype = 1 };
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        Tensor& out = c.out(0);
-        const double v = c.attr(value).f;
-        visit_dtype(out.dtype(), [&]<class U>(type_tag<U>) {
-            if constexpr (std::is_same_v<U, float16>) {
-                throw type_error("dlgraph.type.kernel", "fill_any_like: FP16 output is not supported");
-            } else {
-                U* p = out.data<U>();
-                std::fill(p, p + out.numel(), static_cast<U>(v));
-            }
-        });
-    }
 };
+// FP16 is only stored and moved, so there is no FP16 fill: a `dtype` of
+// FP16 is refused here, with the error the kernel used to throw at run time
+// (an FP16 X without one has no kernel, which the kernel check reports).
 inline void fill_any_like_infer(const InferContext& c) {
     const std::int64_t t = c.attr(fill_any_like_op::dtype).i;
-    c.set(0, t < 0 ? c.dtype(0) : dtype_from_int(t), c.shape(0));
+    const DataType out = t < 0 ? c.dtype(0) : dtype_from_int(t);
+    if (t >= 0 && out == DataType::FP16)
+        throw type_error("dlgraph.type.kernel", std::string(c.label()) + ": FP16 output is not supported");
+    c.set(0, out, c.shape(0));
 }
 inline OpDef fill_any_like_def() {
     OpDef d{"fill_any_like", {{"X"}}, {{"Out"}},
             {{"value", Attribute::make_float("value", 0.0)}, {"dtype", Attribute::make_int("dtype", -1)}},
             &fill_any_like_infer};
-    d.kernels = cpu_kernels<fill_any_like_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = a tensor shaped like X filled with `value`";
     return d;
 }

@@ -1,19 +1,17 @@
 // Ops that move or regroup data without arithmetic on it (reshape,
-// transpose, concat, split, cast) plus sum of several tensors. Copies go by
-// contiguous runs wherever the layout allows, so they are memcpy-bound.
+// transpose, concat, split, cast) plus sum of several tensors, their
+// definitions: slots, shape inference and gradients. The copy loops are in
+// kernels/shape.hpp (the kernel core), the CPU kernels in cpu/shape_ops.hpp.
 #pragma once
 
-#include <algorithm>
-#include <cstring>
+#include <cstdint>
+#include <string>
+#include <vector>
 
+#include "dlgraph/op.hpp"
 #include "dlgraph/ops/op_util.hpp"
 
 namespace dlgraph::ops {
-
-// Copies n elements; memcpy with a null pointer is undefined even for 0 bytes.
-template <class T> inline void copy_elements(const T* src, std::int64_t n, T* dst) {
-    if (n > 0 && src != dst) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-}
 
 // ---- reshape --------------------------------------------------------------------------
 
@@ -78,14 +76,10 @@ struct reshape_op {
         }
         c.set(0, c.dtype(X), out);
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        copy_elements(c.in(X).data<T>(), c.in(X).numel(), c.out(0).data<T>());
-    }
 };
 
 inline OpDef reshape_def() {
     OpDef d{"reshape", {{"X"}}, {{"Out"}}, {{"shape", Attribute::make_ints("shape", {}), true}}, &reshape_op::infer};
-    d.kernels = cpu_kernels<reshape_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X with a new shape (0 copies a dim, one -1 is inferred)";
     // reshape_grad reads X only for its shape (Out@GRAD has the elements).
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -101,11 +95,6 @@ inline OpDef reshape_def() {
     return d;
 }
 
-// Kernel tables of the ops that only move elements (any stored dtype).
-template <class Op> KernelTable copy_kernels() {
-    return cpu_kernels<Op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
-}
-
 // X, Out@GRAD -> X@GRAD: Out@GRAD's elements with X's shape.
 struct reshape_grad_op {
     enum { X = 0, DOut = 1 };
@@ -118,120 +107,15 @@ struct reshape_grad_op {
                                              to_string(c.shape(DOut)) + ": element counts differ");
         c.set(0, c.dtype(X), c.shape(X));
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        copy_elements(c.in(DOut).data<T>(), c.in(DOut).numel(), c.out(0).data<T>());
-    }
 };
 
 inline OpDef reshape_grad_def() {
     OpDef d{"reshape_grad", {{"X"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &reshape_grad_op::infer};
-    d.kernels = copy_kernels<reshape_grad_op>();
     d.doc = "X@GRAD = Out@GRAD with X's shape";
     return d;
 }
 
 // ---- transpose ---------------------------------------------------------------------------
-
-// y = x with dims permuted (Out dim i is X dim perm[i]). Unit dims are
-// dropped and dims that stay neighbours are merged first; then either X's
-// last dim stays last (contiguous runs) or the copy goes by square tiles
-// over the two dims that hold X's and Out's contiguous axes.
-template <class T> void transpose_copy(const T* x, const Shape& xs, const std::int64_t* perm, T* y) {
-    const int r = xs.rank();
-    const std::int64_t total = xs.numel();
-    if (total == 0) return;
-    // Renumber X's non-unit dims, then merge runs of Out dims that are
-    // consecutive in X.
-    int newid[max_rank];
-    int nk = 0;
-    for (int i = 0; i < r; ++i) newid[i] = xs[i] == 1 ? -1 : nk++;
-    std::int64_t kept_dims[max_rank];
-    for (int i = 0; i < r; ++i)
-        if (newid[i] >= 0) kept_dims[newid[i]] = xs[i];
-    int q[max_rank];  // Out order over kept X dims
-    int nq = 0;
-    for (int i = 0; i < r; ++i)
-        if (newid[perm[i]] >= 0) q[nq++] = newid[perm[i]];
-    // group[g] = [first X dim, count]; merged in Out order.
-    int gfirst[max_rank], gcount[max_rank];
-    int ng = 0;
-    for (int i = 0; i < nq; ++i) {
-        if (ng > 0 && gfirst[ng - 1] + gcount[ng - 1] == q[i]) ++gcount[ng - 1];
-        else {
-            gfirst[ng] = q[i];
-            gcount[ng] = 1;
-            ++ng;
-        }
-    }
-    if (ng <= 1) return copy_elements(x, total, y);
-    // Merged dims in X order: sort groups by their first X dim.
-    int xorder[max_rank];  // xorder[k] = group index of the k-th group in X order
-    for (int g = 0; g < ng; ++g) xorder[g] = g;
-    // Insertion sort: at most max_rank entries (and std::sort's inlined
-    // 16-element insertion pass trips GCC 12's -Warray-bounds here).
-    for (int i = 1; i < ng; ++i)
-        for (int j = i; j > 0 && gfirst[xorder[j - 1]] > gfirst[xorder[j]]; --j) std::swap(xorder[j - 1], xorder[j]);
-    std::int64_t gdim[max_rank], gxstride[max_rank];
-    for (int g = 0; g < ng; ++g) {
-        gdim[g] = 1;
-        for (int k = 0; k < gcount[g]; ++k) gdim[g] *= kept_dims[gfirst[g] + k];
-    }
-    {
-        std::int64_t st = 1;
-        for (int k = ng - 1; k >= 0; --k) {
-            gxstride[xorder[k]] = st;
-            st *= gdim[xorder[k]];
-        }
-    }
-    std::int64_t gystride[max_rank];
-    {
-        std::int64_t st = 1;
-        for (int g = ng - 1; g >= 0; --g) {
-            gystride[g] = st;
-            st *= gdim[g];
-        }
-    }
-    const int last_x = xorder[ng - 1];  // Out position of X's contiguous group
-    std::int64_t idx[max_rank] = {};
-    if (last_x == ng - 1) {
-        // Runs of X's last group are contiguous in both.
-        const std::int64_t run = gdim[ng - 1];
-        std::int64_t yo = 0;
-        do {
-            std::int64_t xo = 0;
-            for (int g = 0; g < ng - 1; ++g) xo += idx[g] * gxstride[g];
-            copy_elements(x + xo, run, y + yo);
-            yo += run;
-        } while (next_index(idx, gdim, ng - 1));
-        return;
-    }
-    // Tiles over (Out group a = last_x, Out group b = ng - 1): x reads run
-    // along a, y writes run along b.
-    constexpr std::int64_t tile = 32;
-    const int a = last_x, b = ng - 1;
-    const std::int64_t na = gdim[a], nb = gdim[b], ya = gystride[a], xb = gxstride[b];
-    std::int64_t odims[max_rank];
-    int oid[max_rank];
-    int no = 0;
-    for (int g = 0; g < ng; ++g)
-        if (g != a && g != b) {
-            odims[no] = gdim[g];
-            oid[no++] = g;
-        }
-    do {
-        std::int64_t xo = 0, yo = 0;
-        for (int k = 0; k < no; ++k) {
-            xo += idx[k] * gxstride[oid[k]];
-            yo += idx[k] * gystride[oid[k]];
-        }
-        for (std::int64_t a0 = 0; a0 < na; a0 += tile)
-            for (std::int64_t b0 = 0; b0 < nb; b0 += tile) {
-                const std::int64_t a1 = std::min(na, a0 + tile), b1 = std::min(nb, b0 + tile);
-                for (std::int64_t i = a0; i < a1; ++i)
-                    for (std::int64_t j = b0; j < b1; ++j) y[yo + i * ya + j] = x[xo + i + j * xb];
-            }
-    } while (next_index(idx, odims, no));
-}
 
 struct transpose_op {
     enum { X = 0 };
@@ -253,14 +137,10 @@ struct transpose_op {
         }
         c.set(0, c.dtype(X), out);
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        transpose_copy(c.in(X).data<T>(), c.in(X).shape(), c.attr(axis).ints.data(), c.out(0).data<T>());
-    }
 };
 
 inline OpDef transpose_def() {
     OpDef d{"transpose", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_ints("axis", {}), true}}, &transpose_op::infer};
-    d.kernels = cpu_kernels<transpose_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X with dims permuted: Out dim i is X dim axis[i]";
     // The gradient is Out@GRAD transposed back: by the inverse permutation.
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -311,26 +191,10 @@ struct concat_op {
         }
         c.set(0, c.dtype(X), out);
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        Tensor& out = c.out(0);
-        const Shape& os = out.shape();
-        const int a = static_cast<int>(c.attr(axis).i < 0 ? c.attr(axis).i + os.rank() : c.attr(axis).i);
-        const std::int64_t outer = dim_product(os, 0, a), inner = dim_product(os, a + 1, os.rank());
-        T* y = out.data<T>();
-        const int n = c.in_count(X);
-        for (std::int64_t o = 0; o < outer; ++o)
-            for (int k = 0; k < n; ++k) {
-                const Tensor& x = c.in(X, k);
-                const std::int64_t chunk = x.shape()[a] * inner;
-                copy_elements(x.data<T>() + o * chunk, chunk, y);
-                y += chunk;
-            }
-    }
 };
 
 inline OpDef concat_def() {
     OpDef d{"concat", {{"X", true}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", 0)}}, &concat_op::infer};
-    d.kernels = cpu_kernels<concat_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = the X joined along axis";
     // concat_grad writes a gradient for every X; autodiff names those not
     // wanted (they are computed and never read).
@@ -381,27 +245,11 @@ struct concat_grad_op {
             c.fail("dlgraph.shape.grad", "the X add up to " + std::to_string(total) + " along axis " +
                                              std::to_string(a) + " but Out@GRAD has " + std::to_string(ds[a]));
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& dout = c.in(DOut);
-        const Shape& ds = dout.shape();
-        const int a = static_cast<int>(c.attr(axis).i < 0 ? c.attr(axis).i + ds.rank() : c.attr(axis).i);
-        const std::int64_t outer = dim_product(ds, 0, a), inner = dim_product(ds, a + 1, ds.rank());
-        const T* src = dout.data<T>();
-        const int n = c.out_count(0);
-        for (std::int64_t o = 0; o < outer; ++o)
-            for (int k = 0; k < n; ++k) {
-                Tensor& dx = c.out(0, k);
-                const std::int64_t chunk = dx.shape()[a] * inner;
-                copy_elements(src, chunk, dx.data<T>() + o * chunk);
-                src += chunk;
-            }
-    }
 };
 
 inline OpDef concat_grad_def() {
     OpDef d{"concat_grad", {{"X", true}, {"Out@GRAD"}}, {{"X@GRAD", true}}, {{"axis", Attribute::make_int("axis", 0)}},
             &concat_grad_op::infer};
-    d.kernels = copy_kernels<concat_grad_op>();
     d.kernel_slot = 1;
     d.doc = "X@GRAD = Out@GRAD cut along axis into pieces shaped like the X";
     return d;
@@ -463,21 +311,6 @@ struct split_op {
         }
         for (int k = 0; k < outs; ++k) out_with(k, k == infer_at ? rest : secs[static_cast<std::size_t>(k)]);
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& x = c.in(X);
-        const Shape& xs = x.shape();
-        const int a = static_cast<int>(c.attr(axis).i < 0 ? c.attr(axis).i + xs.rank() : c.attr(axis).i);
-        const std::int64_t outer = dim_product(xs, 0, a), inner = dim_product(xs, a + 1, xs.rank());
-        const T* xp = x.data<T>();
-        const int n = c.out_count(0);
-        for (std::int64_t o = 0; o < outer; ++o)
-            for (int k = 0; k < n; ++k) {
-                Tensor& y = c.out(0, k);
-                const std::int64_t chunk = y.shape()[a] * inner;
-                copy_elements(xp, chunk, y.data<T>() + o * chunk);
-                xp += chunk;
-            }
-    }
 };
 
 inline OpDef split_def() {
@@ -486,7 +319,6 @@ inline OpDef split_def() {
              {"num", Attribute::make_int("num", 0)},
              {"axis", Attribute::make_int("axis", 0)}},
             &split_op::infer};
-    d.kernels = cpu_kernels<split_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
     d.doc = "Out = X cut along axis into num equal parts or parts of the given sections";
     // The gradient joins the parts' gradients back (zeros for parts that do
     // not reach the loss).
@@ -518,22 +350,6 @@ struct cast_op {
             c.fail_type("cast from " + to_string(in) + " to " + to_string(out) + ": FP16 has no conversions yet");
         c.set(0, out, c.shape(X));
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& x = c.in(X);
-        Tensor& out = c.out(0);
-        const T* xp = x.data<T>();
-        const std::int64_t n = x.numel();
-        visit_dtype(out.dtype(), [&]<class U>(type_tag<U>) {
-            if constexpr (std::is_same_v<U, float16>) {
-                throw type_error("dlgraph.type.op", "cast: FP16 has no conversions yet");
-            } else if constexpr (std::is_same_v<U, T>) {
-                copy_elements(xp, n, out.data<U>());
-            } else {
-                U* y = out.data<U>();
-                for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<U>(xp[i]);
-            }
-        });
-    }
 };
 
 inline OpDef cast_def() {
@@ -541,7 +357,6 @@ inline OpDef cast_def() {
             {{"in_dtype", Attribute::make_int("in_dtype", 0), true},
              {"out_dtype", Attribute::make_int("out_dtype", 0), true}},
             &cast_op::infer};
-    d.kernels = cpu_kernels<cast_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
     d.doc = "Out = X converted to out_dtype";
     // Between FP32 and FP64 the gradient is cast back; nothing flows to or
     // from an integer (or FP16) side.
@@ -584,30 +399,10 @@ struct sum_op {
         }
         c.set(0, c.dtype(X), out);
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        Tensor& out = c.out(0);
-        T* y = out.data<T>();
-        const std::int64_t n = out.numel();
-        const int count = c.in_count(X);
-        // Paddle programs accumulate gradients in place (Out is one of the
-        // X): then that input is already in Out and only the others add.
-        int alias = -1;
-        for (int k = 0; k < count; ++k)
-            if (c.in(X, k).raw() == out.raw()) alias = k;
-        int k = 0;
-        if (alias < 0) {
-            if (count == 1) return copy_elements(c.in(X, 0).data<T>(), n, y);
-            binary_loop(n, c.in(X, 0).data<T>(), 1, c.in(X, 1).data<T>(), 1, y, add_fn{});
-            k = 2;
-        }
-        for (; k < count; ++k)
-            if (k != alias) binary_loop(n, y, 1, c.in(X, k).data<T>(), 1, y, add_fn{});
-    }
 };
 
 inline OpDef sum_def() {
     OpDef d{"sum", {{"X", true}}, {{"Out"}}, {}, &sum_op::infer};
-    d.kernels = cpu_kernels<sum_op, float, double, std::int32_t, std::int64_t>();
     d.doc = "Out = the sum of all X (same shape and dtype)";
     // Each input's gradient is Out@GRAD itself: one assign per wanted input.
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
