@@ -1,11 +1,56 @@
-// The CPU kernels of ops/optimizers.hpp. Transitional: this family's kernels are
-// still set by its definitions; these hooks are where they move.
+// The CPU kernels of ops/optimizers.hpp: each reads the learning rate and its
+// attributes as plain values and runs the kernel core's update
+// (kernels/optimizers.hpp) over the parameter, sgd split over the thread pool
+// when long; and each op's kernel table.
 #pragma once
 
+#include "dlgraph/cpu/elementwise.hpp"
+#include "dlgraph/kernels/optimizers.hpp"
+#include "dlgraph/op.hpp"
 #include "dlgraph/ops/optimizers.hpp"
 
 namespace dlgraph::cpu_ops {
-inline void sgd_kernels(OpDef&) {}
-inline void momentum_kernels(OpDef&) {}
-inline void adam_kernels(OpDef&) {}
+
+struct sgd_op : ops::sgd_op {
+    // Ranges start on whole vectors (split_loop), so every element is
+    // computed as on one thread.
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T lr = *c.in(LearningRate).template data<T>();
+        const T* g = c.in(Grad).template data<T>();
+        const T* p = c.in(Param).template data<T>();
+        T* out = c.out(0).template data<T>();
+        split_loop<T>(c.in(Param).numel(),
+                      [&](std::int64_t b, std::int64_t e) { kernels::sgd(e - b, p + b, g + b, lr, out + b); });
+    }
+};
+
+struct momentum_op : ops::momentum_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::momentum(c.in(Param).numel(), c.in(Param).template data<T>(), c.in(Grad).template data<T>(),
+                          c.in(Velocity).template data<T>(), *c.in(LearningRate).template data<T>(),
+                          static_cast<T>(c.attr(mu).f), c.attr(use_nesterov).b, c.out(ParamOut).template data<T>(),
+                          c.out(VelocityOut).template data<T>());
+    }
+};
+
+struct adam_op : ops::adam_op {
+    // One range: adam's scalar tail rounds differently from its vector body,
+    // so splitting would change the bits of the elements at the cuts.
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T b1 = static_cast<T>(c.attr(beta1).f), b2 = static_cast<T>(c.attr(beta2).f);
+        const T b1p = *c.in(Beta1Pow).template data<T>(), b2p = *c.in(Beta2Pow).template data<T>();
+        kernels::adam(c.in(Param).numel(), c.in(Param).template data<T>(), c.in(Grad).template data<T>(),
+                      c.in(Moment1).template data<T>(), c.in(Moment2).template data<T>(),
+                      *c.in(LearningRate).template data<T>(), b1, b2, static_cast<T>(c.attr(epsilon).f), b1p, b2p,
+                      c.out(ParamOut).template data<T>(), c.out(Moment1Out).template data<T>(),
+                      c.out(Moment2Out).template data<T>());
+        *c.out(Beta1PowOut).template data<T>() = b1p * b1;
+        *c.out(Beta2PowOut).template data<T>() = b2p * b2;
+    }
+};
+
+inline void sgd_kernels(OpDef& d) { d.kernels = cpu_kernels<sgd_op, float, double>(); }
+inline void momentum_kernels(OpDef& d) { d.kernels = cpu_kernels<momentum_op, float, double>(); }
+inline void adam_kernels(OpDef& d) { d.kernels = cpu_kernels<adam_op, float, double>(); }
+
 }  // namespace dlgraph::cpu_ops

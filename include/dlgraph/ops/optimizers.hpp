@@ -1,10 +1,13 @@
-// Optimizers as ops (PaddlePaddle's slots): sgd, momentum, adam. Each reads a
-// parameter, its gradient, a learning-rate variable and its state, and writes
-// the parameter and state back in place (ParamOut names the Param variable).
+// Optimizers as ops (PaddlePaddle's slots), their definitions: sgd, momentum,
+// adam. Each reads a parameter, its gradient, a learning-rate variable and its
+// state, and writes the parameter and state back in place (ParamOut names the
+// Param variable). The updates are in kernels/optimizers.hpp, the CPU kernels
+// in cpu/optimizers.hpp.
 #pragma once
 
-#include <cmath>
+#include <initializer_list>
 
+#include "dlgraph/op.hpp"
 #include "dlgraph/ops/op_util.hpp"
 
 namespace dlgraph::ops {
@@ -30,17 +33,9 @@ struct sgd_op {
         detail::check_like_param(c, {Grad}, LearningRate);
         c.set(0, c.dtype(Param), c.shape(Param));
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const T lr = *c.in(LearningRate).template data<T>();
-        const T* g = c.in(Grad).template data<T>();
-        const T* p = c.in(Param).template data<T>();
-        T* out = c.out(0).template data<T>();
-        binary_loop(c.in(Param).numel(), p, 1, g, 1, out, [lr](auto pv, auto gv) { return pv - decltype(pv)(lr) * gv; });
-    }
 };
 inline OpDef sgd_def() {
     OpDef d{"sgd", {{"Param"}, {"Grad"}, {"LearningRate"}}, {{"ParamOut"}}, {}, &sgd_op::infer};
-    d.kernels = cpu_kernels<sgd_op, float, double>();
     d.doc = "ParamOut = Param - LearningRate * Grad";
     return d;
 }
@@ -57,28 +52,11 @@ struct momentum_op {
         c.set(ParamOut, c.dtype(Param), c.shape(Param));
         c.set(VelocityOut, c.dtype(Param), c.shape(Param));
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const T lr = *c.in(LearningRate).template data<T>();
-        const T m = static_cast<T>(c.attr(mu).f);
-        const bool nesterov = c.attr(use_nesterov).b;
-        const T* g = c.in(Grad).template data<T>();
-        const T* p = c.in(Param).template data<T>();
-        const T* v = c.in(Velocity).template data<T>();
-        T* po = c.out(ParamOut).template data<T>();
-        T* vo = c.out(VelocityOut).template data<T>();
-        const std::int64_t n = c.in(Param).numel();
-        for (std::int64_t i = 0; i < n; ++i) {
-            const T vn = m * v[i] + g[i];
-            vo[i] = vn;
-            po[i] = p[i] - lr * (nesterov ? g[i] + m * vn : vn);
-        }
-    }
 };
 inline OpDef momentum_def() {
     OpDef d{"momentum", {{"Param"}, {"Grad"}, {"Velocity"}, {"LearningRate"}}, {{"ParamOut"}, {"VelocityOut"}},
             {{"mu", Attribute::make_float("mu", 0.9)}, {"use_nesterov", Attribute::make_bool("use_nesterov", false)}},
             &momentum_op::infer};
-    d.kernels = cpu_kernels<momentum_op, float, double>();
     d.doc = "momentum SGD (optionally Nesterov)";
     return d;
 }
@@ -101,45 +79,6 @@ struct adam_op {
         c.set(Beta1PowOut, c.dtype(Param), c.shape(Beta1Pow));
         c.set(Beta2PowOut, c.dtype(Param), c.shape(Beta2Pow));
     }
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        const T b1 = static_cast<T>(c.attr(beta1).f), b2 = static_cast<T>(c.attr(beta2).f);
-        const T eps = static_cast<T>(c.attr(epsilon).f);
-        const T lr = *c.in(LearningRate).template data<T>();
-        const T b1p = *c.in(Beta1Pow).template data<T>(), b2p = *c.in(Beta2Pow).template data<T>();
-        const T lr_t = lr * std::sqrt(T(1) - b2p) / (T(1) - b1p);
-        const T eps_t = eps * std::sqrt(T(1) - b2p);
-        const T* g = c.in(Grad).template data<T>();
-        const T* p = c.in(Param).template data<T>();
-        const T* m1 = c.in(Moment1).template data<T>();
-        const T* m2 = c.in(Moment2).template data<T>();
-        T* po = c.out(ParamOut).template data<T>();
-        T* m1o = c.out(Moment1Out).template data<T>();
-        T* m2o = c.out(Moment2Out).template data<T>();
-        const std::int64_t n = c.in(Param).numel();
-        std::int64_t i = 0;
-        if constexpr (simd_type<T>) {
-            using B = xsimd::batch<T>;
-            constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
-            const B vb1(b1), vb2(b2), vc1(T(1) - b1), vc2(T(1) - b2), vlr(lr_t), veps(eps_t);
-            for (; i + W <= n; i += W) {
-                const B gv = B::load_unaligned(g + i);
-                const B a = vb1 * B::load_unaligned(m1 + i) + vc1 * gv;
-                const B b = vb2 * B::load_unaligned(m2 + i) + vc2 * gv * gv;
-                a.store_unaligned(m1o + i);
-                b.store_unaligned(m2o + i);
-                (B::load_unaligned(p + i) - vlr * a / (xsimd::sqrt(b) + veps)).store_unaligned(po + i);
-            }
-        }
-        for (; i < n; ++i) {
-            const T a = b1 * m1[i] + (T(1) - b1) * g[i];
-            const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
-            m1o[i] = a;
-            m2o[i] = b;
-            po[i] = p[i] - lr_t * a / (std::sqrt(b) + eps_t);
-        }
-        *c.out(Beta1PowOut).template data<T>() = b1p * b1;
-        *c.out(Beta2PowOut).template data<T>() = b2p * b2;
-    }
 };
 inline OpDef adam_def() {
     OpDef d{"adam",
@@ -149,7 +88,6 @@ inline OpDef adam_def() {
              {"beta2", Attribute::make_float("beta2", 0.999)},
              {"epsilon", Attribute::make_float("epsilon", 1e-8)}},
             &adam_op::infer};
-    d.kernels = cpu_kernels<adam_op, float, double>();
     d.doc = "Adam update of Param and its moments";
     return d;
 }

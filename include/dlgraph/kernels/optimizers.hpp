@@ -1,0 +1,87 @@
+// Optimizer updates over raw arrays, the kernel core of ops/optimizers.hpp:
+// sgd, momentum (optionally Nesterov) and adam over elements [0, n), with the
+// hyper-parameters as plain values (a device may split a parameter into ranges).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "dlgraph/kernels/config.hpp"
+#include "dlgraph/kernels/elementwise.hpp"
+#include "dlgraph/kernels/vec.hpp"
+
+namespace dlgraph::kernels {
+
+// Outputs may alias their inputs (the ops update in place): every element is
+// read before it is written.
+
+// p - lr * g
+template <class T> struct sgd_fn {
+    T lr;
+    template <class V> DLGRAPH_HD V operator()(V p, V g) const { return p - V(lr) * g; }
+};
+
+// param_out = param - lr * grad. Vector loop with a padded tail (as
+// binary_loop_serial), so an element's bits do not depend on where a range
+// starts or ends as long as ranges start on whole vectors.
+template <class T, class N>
+inline void sgd(N n, const T* param, const T* grad, T lr, T* param_out) noexcept {
+    binary_loop_serial(extent(n), param, 1, grad, 1, param_out, sgd_fn<T>{lr});
+}
+
+// v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v)
+template <class T, class N>
+inline void momentum(N n_, const T* param, const T* grad, const T* velocity, T lr, T mu, bool nesterov, T* param_out,
+                     T* velocity_out) noexcept {
+    const std::int64_t n = extent(n_);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T vn = mu * velocity[i] + grad[i];
+        velocity_out[i] = vn;
+        param_out[i] = param[i] - lr * (nesterov ? grad[i] + mu * vn : vn);
+    }
+}
+
+// Adam (Kingma & Ba), as PaddlePaddle computes it: the bias corrections use
+// beta1_pow/beta2_pow (beta^t, starting at beta for the first step), which
+// the op advances (times beta1, beta2) after the update.
+//   m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g^2
+//   p -= lr_t * m1 / (sqrt(m2) + eps_t), with
+//   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow), eps_t = epsilon * sqrt(1 - beta2_pow).
+// The tail after the last whole vector is scalar code, so an element's bits
+// may depend on whether it falls in the tail: a caller that splits [0, n)
+// changes them.
+template <class T, class N>
+inline void adam(N n_, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
+                 T epsilon, T beta1_pow, T beta2_pow, T* param_out, T* moment1_out, T* moment2_out) noexcept {
+    const std::int64_t n = extent(n_);
+    const T b1 = beta1, b2 = beta2;
+    const T lr_t = lr * std::sqrt(T(1) - beta2_pow) / (T(1) - beta1_pow);
+    const T eps_t = epsilon * std::sqrt(T(1) - beta2_pow);
+    const T* g = grad;
+    const T* p = param;
+    const T* m1 = moment1;
+    const T* m2 = moment2;
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        const B vb1(b1), vb2(b2), vc1(T(1) - b1), vc2(T(1) - b2), vlr(lr_t), veps(eps_t);
+        for (; i + W <= n; i += W) {
+            const B gv = B::load_unaligned(g + i);
+            const B a = vb1 * B::load_unaligned(m1 + i) + vc1 * gv;
+            const B b = vb2 * B::load_unaligned(m2 + i) + vc2 * gv * gv;
+            a.store_unaligned(moment1_out + i);
+            b.store_unaligned(moment2_out + i);
+            (B::load_unaligned(p + i) - vlr * a / (vm::sqrt(b) + veps)).store_unaligned(param_out + i);
+        }
+    }
+    for (; i < n; ++i) {
+        const T a = b1 * m1[i] + (T(1) - b1) * g[i];
+        const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
+        moment1_out[i] = a;
+        moment2_out[i] = b;
+        param_out[i] = p[i] - lr_t * a / (std::sqrt(b) + eps_t);
+    }
+}
+
+}  // namespace dlgraph::kernels
