@@ -1190,22 +1190,10 @@ std::vector<op_case> all_op_cases() {
 std::vector<Tensor> run_op_case(const op_case& c, const SessionOptions& options, op_case_run_info* info,
                                 persistables where) {
     Session<cpu> session(c.program, options);
-    const BlockDesc& blk = c.program.blocks[0];
-    std::vector<Feed> feeds;
     std::vector<std::string> fed;
-    feeds.reserve(c.feeds.size());
-    for (auto& [name, value] : c.feeds) {
-        const VarDesc* vd = blk.find_var(name);
-        if (vd && vd->persistable && where == persistables::in_scope) {
-            session.scope().var(name).get_mutable<Tensor>() = value;
-        } else {
-            feeds.emplace_back(std::string_view(name), value);
-            fed.push_back(name);
-        }
-    }
-    const std::vector<TargetRef> targets(c.fetch.begin(), c.fetch.end());
-    std::vector<Tensor> out = session.eval(std::span<const TargetRef>(targets), std::span<const Feed>(feeds));
+    std::vector<Tensor> out = run_op_case_in(session, c, where, &fed);
     if (info) {
+        const std::vector<TargetRef> targets(c.fetch.begin(), c.fetch.end());
         info->fused_chains = session.fused_steps(targets, fed).size();
         info->packed_steps = session.packed_steps(targets, fed).size();
         info->arena_bytes = session.memory_plan(targets, fed).host().arena_bytes;

@@ -71,6 +71,31 @@ struct op_case_run_info {
 // other input (a fed persistable shadows the scope's).
 enum class persistables { in_scope, fed };
 
+// Runs `c` in `session` (made from c.program, on any device) and returns
+// the fetched tensors (one per c.fetch); `fed` (optional) gets the names fed.
+template <class Session>
+std::vector<dlgraph::Tensor> run_op_case_in(Session& session, const op_case& c, persistables where = persistables::in_scope,
+                                            std::vector<std::string>* fed = nullptr) {
+    const dlgraph::BlockDesc& blk = c.program.blocks[0];
+    std::vector<dlgraph::Feed> feeds;
+    std::vector<std::string> names;
+    feeds.reserve(c.feeds.size());
+    for (auto& [name, value] : c.feeds) {
+        const dlgraph::VarDesc* vd = blk.find_var(name);
+        if (vd && vd->persistable && where == persistables::in_scope) {
+            session.scope().var(name).template get_mutable<dlgraph::Tensor>() = value;
+        } else {
+            feeds.emplace_back(std::string_view(name), value);
+            names.push_back(name);
+        }
+    }
+    const std::vector<dlgraph::TargetRef> targets(c.fetch.begin(), c.fetch.end());
+    std::vector<dlgraph::Tensor> out =
+        session.eval(std::span<const dlgraph::TargetRef>(targets), std::span<const dlgraph::Feed>(feeds));
+    if (fed) *fed = std::move(names);
+    return out;
+}
+
 // Runs `c` on a fresh Session<cpu> built from c.program with `options` and
 // returns the fetched tensors (one per c.fetch).
 std::vector<dlgraph::Tensor> run_op_case(const op_case& c, const dlgraph::SessionOptions& options = {},

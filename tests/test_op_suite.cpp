@@ -37,6 +37,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "op_cases.hpp"
+#include "counting_device.hpp"
 
 using namespace dlgraph;
 
@@ -478,6 +479,37 @@ void check_reduce_sum(const op_case& c) {
 }
 
 }  // namespace
+
+TEST_CASE("op suite: every case on the counting device gives the CPU's bits, whole or split across places") {
+    // Every op of a case on the device, then only every other op type there
+    // (the rest fall back to the host, with copies between).
+    std::set<std::string> every_other;
+    for (std::size_t k = 0; k < dlgraph::op_table().size(); k += 2) every_other.insert(std::string(dlgraph::op_table()[k].type));
+    const std::vector<op_case> cases = all_op_cases();
+    const std::set<std::string>* none = nullptr;
+    for (const std::set<std::string>* ops : {none, static_cast<const std::set<std::string>*>(&every_other)}) {
+        test_support::counting_device::ops = ops ? *ops : std::set<std::string>{};
+        int copies = 0;
+        for (const op_case& c : cases) {
+            std::vector<std::string> base;
+            if (!run_hashed(c, SessionOptions{}, base)) continue;
+            try {
+                dlgraph::Session<test_support::counting_device> s(c.program);
+                const std::vector<std::string> got = hashes_of(run_op_case_in(s, c));
+                auto& dev = test_support::context_of(s.device());
+                copies += dev.to_device_copies > 0 && dev.to_host_copies > 0;
+                CHECK_MESSAGE(dev.memory->misplaced == 0, c.name << ": a copy went the wrong way");
+                if (got != base)
+                    FAIL_CHECK(c.name << (ops ? " (every other op on the device)" : " (all on the device)")
+                                      << " changes the bits\n  cpu: " << joined(base) << "\n  device: " << joined(got));
+            } catch (const std::exception& e) {
+                FAIL_CHECK(c.name << " threw on the counting device: " << e.what());
+            }
+        }
+        CHECK(copies > 0);
+    }
+    test_support::counting_device::ops.clear();
+}
 
 TEST_CASE("op suite: FP64 add, relu, matmul, softmax and reduce_sum agree with double loops") {
     const std::vector<op_case> cases = all_op_cases();
