@@ -51,10 +51,10 @@ struct fused_chain {
 };
 
 // Bytes per block and operand: 3.5 KiB (896 FP32, 448 FP64), rounded to
-// whole rows. Measured on bench_session's five-op chain (one thread, Zen 5):
-// blocks of 3 to 3.9 KiB ran at ~0.93 of a hand-written loop's bandwidth,
-// exactly 4 KiB at ~0.89, 8 KiB (the former 2,048 FP32) at ~0.78; software
-// prefetch of the next blocks only slowed it down.
+// whole rows: the best of a sweep of block sizes on bench_session's five-op
+// chain (smaller blocks overlap each block's in-cache work with the memory
+// streams better; software prefetch only slowed it). bench/README.md has
+// the figures.
 inline constexpr std::int64_t fused_block_bytes = 3584;
 // Elements per thread below which a chain runs on one thread.
 inline constexpr std::int64_t fused_per_thread = 1 << 16;
@@ -109,8 +109,6 @@ inline void run_blocks(const fused_chain& c, std::int64_t b0, std::int64_t b1, s
 // load that straddles two lines costs about twice an aligned one, and arrays
 // from malloc (e.g. xtensor's, fed in place) sit 16 bytes past a line while
 // dlgraph's own buffers are line-aligned: the inputs win over the output.
-// (The five-op chain over xarrays fed in place: ~0.65 of the hand loop
-// without the shift, ~0.83 with it.)
 // Only where blocks are whole lines and not whole rows.
 inline std::int64_t block_shift(const fused_chain& c) {
     if (c.row > 0 || (c.block * static_cast<std::int64_t>(c.elem)) % 64 != 0) return 0;

@@ -43,7 +43,7 @@ struct OpDef;
 
 // Slot-indexed views over flat pointer arrays; built once per op by the
 // planner (or per call by the builder).
-template <class P> struct slot_view {
+template <class P> struct SlotView {
     P const* ptrs = nullptr;
     const std::uint16_t* off = nullptr;  // slot s is [off[s], off[s+1])
     int count(int slot) const { return off[slot + 1] - off[slot]; }
@@ -52,8 +52,8 @@ template <class P> struct slot_view {
 
 class InferContext {
 public:
-    InferContext(const OpDef& def, std::string_view label, slot_view<const VarMeta*> in, slot_view<VarMeta*> out,
-                 const Attribute* attrs, slot_view<const Variable*> in_vars = {})
+    InferContext(const OpDef& def, std::string_view label, SlotView<const VarMeta*> in, SlotView<VarMeta*> out,
+                 const Attribute* attrs, SlotView<const Variable*> in_vars = {})
         : def_(def), label_(label), in_(in), out_(out), attrs_(attrs), in_vars_(in_vars) {}
 
     const VarMeta& in(int slot, int k = 0) const { return *in_.at(slot, k); }
@@ -86,10 +86,10 @@ public:
 private:
     const OpDef& def_;
     std::string_view label_;
-    slot_view<const VarMeta*> in_;
-    slot_view<VarMeta*> out_;
+    SlotView<const VarMeta*> in_;
+    SlotView<VarMeta*> out_;
     const Attribute* attrs_;
-    slot_view<const Variable*> in_vars_;
+    SlotView<const Variable*> in_vars_;
 };
 
 // Bad data a kernel met: an integer division by zero, a label out of range.
@@ -116,13 +116,13 @@ struct KernelFault {
 };
 
 struct KernelContext {
-    slot_view<const Tensor*> in_;
-    slot_view<Tensor*> out_;
+    SlotView<const Tensor*> in_;
+    SlotView<Tensor*> out_;
     const Attribute* attrs = nullptr;
     // The runtime variables behind the slots, for ops on non-tensor values
     // (feed and fetch read and write TensorLists).
-    slot_view<Variable*> in_vars_;
-    slot_view<Variable*> out_vars_;
+    SlotView<Variable*> in_vars_;
+    SlotView<Variable*> out_vars_;
     // Private data of a step the session made itself (a fused chain).
     const void* fused = nullptr;
     // The op's `prepack_input` packed by its `prepack` hook, when the session

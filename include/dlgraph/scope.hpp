@@ -91,7 +91,7 @@ private:
 };
 
 // Lets the variable map be searched by string_view without a std::string.
-struct string_hash {
+struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
@@ -166,7 +166,7 @@ public:
 private:
     Scope* parent_ = nullptr;
     mutable std::shared_mutex mu_;
-    std::unordered_map<std::string, std::unique_ptr<Variable>, string_hash, std::equal_to<>> vars_;
+    std::unordered_map<std::string, std::unique_ptr<Variable>, StringHash, std::equal_to<>> vars_;
     std::list<std::unique_ptr<Scope>> kids_;
 };
 

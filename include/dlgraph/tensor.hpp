@@ -21,9 +21,9 @@ namespace dlgraph {
 
 inline constexpr std::size_t buffer_alignment = 64;
 // Blocks from this size on are aligned to 2 MiB and offered to the kernel as
-// transparent huge pages: a fresh 4 KiB page fault costs ~10 us on these
-// machines, and a large arena or weight touched page by page pays it
-// thousands of times (and TLB misses after).
+// transparent huge pages: a large arena or weight touched 4 KiB page by page
+// pays a page fault thousands of times (and TLB misses after); see
+// bench/README.md for what a fault costs.
 inline constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
 
 // One allocation. Shared by the tensors a memory plan binds to it; kept by

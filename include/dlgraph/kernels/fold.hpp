@@ -22,8 +22,9 @@ namespace dlgraph::kernels {
 // They stream memory. A 64-byte load that straddles two cache lines (any
 // 64-byte load from a buffer that is not 64-byte aligned, e.g. a fed
 // xt::xarray, whose storage is 16-byte aligned) costs a memory-bound fold
-// ~40% of its bandwidth on Zen 5, while 32-byte loads run at full speed at
-// any alignment; on 64-byte aligned data, 64-byte loads are ~8% faster. So
+// a large part of its bandwidth, while 32-byte loads run at full speed at
+// any alignment; on 64-byte aligned data, 64-byte loads are a little faster
+// (bench/README.md, Reductions, has the figures). So
 // where AVX-512 is enabled the folds work in 32-byte batches (fold_batch_t)
 // and switch to 64-byte ones on 64-byte aligned data, arranged so that every
 // lane sees the same operations in the same order: no alignment peel, and
@@ -118,8 +119,8 @@ template <class B, class F> inline B fold_steps_wide(const typename B::value_typ
 // equal size are merged). For a sum, an element then goes through at most
 // 64 + 3 + log2(n / leaf) + log2(width) additions, not n / (8 x width) as
 // with 8 running accumulators (16M FP32 values: 82 instead of 262,144).
-// Shorter leaves cost bandwidth (the tree at the end of each leaf: 16-step
-// leaves ran at ~90% of a plain loop). The order depends only on n, never
+// Shorter leaves cost bandwidth (the tree at the end of each leaf). The
+// order depends only on n, never
 // on the address of x.
 template <class T, class F> inline T fold_row(const T* x, std::int64_t n, T init, F f) {
     std::int64_t i = 0;
@@ -191,8 +192,7 @@ inline std::int64_t fold_columns(const T* p, std::int64_t len, T* y, std::int64_
 // the alignment: where AVX-512 is enabled and the g rows share one
 // alignment, columns are peeled until they are 64-byte aligned and the body
 // uses 64-byte batches (with 8 input streams, the longer batches keep more
-// loads in flight: ~15% more bandwidth than 32-byte ones on Zen 5);
-// otherwise 32-byte batches.
+// loads in flight); otherwise 32-byte batches.
 template <class T, class F, class G> inline void fold_group(const T* p, std::int64_t len, T* y, F f, G group) {
     std::int64_t j = 0;
     auto scalar = [&](std::int64_t end) {
