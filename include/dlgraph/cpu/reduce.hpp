@@ -1,16 +1,106 @@
-// The CPU kernels of ops/reduce.hpp. Transitional: this family's kernels are
-// still set by its definitions; these hooks are where they move.
+// The CPU kernels of the reductions (ops/reduce.hpp): the kernel core's
+// folds and gradient walks (kernels/reduce.hpp) on the tensors of a step,
+// with reduce_mean's scaling split over the thread pool when long, and each
+// op's kernel table.
 #pragma once
 
+#include "dlgraph/cpu/elementwise.hpp"
+#include "dlgraph/kernels/reduce.hpp"
+#include "dlgraph/op.hpp"
 #include "dlgraph/ops/reduce.hpp"
 
 namespace dlgraph::cpu_ops {
-inline void mean_kernels(OpDef&) {}
-inline void reduce_sum_kernels(OpDef&) {}
-inline void reduce_mean_kernels(OpDef&) {}
-inline void reduce_max_kernels(OpDef&) {}
-inline void mean_grad_kernels(OpDef&) {}
-inline void reduce_sum_grad_kernels(OpDef&) {}
-inline void reduce_mean_grad_kernels(OpDef&) {}
-inline void reduce_max_grad_kernels(OpDef&) {}
+
+// The dims a reduce op folds (its attributes were checked at inference).
+inline void reduced_flags(const KernelContext& c, int r, bool* red) {
+    std::int64_t bad = 0;
+    bool dup = false;
+    ops::reduced_dims(c.attrs, r, red, bad, dup);
+}
+
+struct mean_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        *c.out(0).data<T>() = kernels::mean_all(x.data<T>(), x.numel());
+    }
+};
+
+struct mean_grad_op {
+    enum { X = 0, Out = 1, DOut = 2 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& dx = c.out(0);
+        kernels::mean_grad(c.in(DOut).data<T>(), dx.data<T>(), dx.numel());
+    }
+};
+
+// One reduce op; Kind (below) says which.
+template <class Kind> struct reduce_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        bool red[max_rank];
+        reduced_flags(c, x.rank(), red);
+        Kind::run(x.data<T>(), x.shape().begin(), x.rank(), red, c.out(0).data<T>(), c.out(0).numel());
+    }
+};
+
+// The reductions: run(x, dims, rank, red, y, numel(y)) and the gradient
+// grad(x, out, dout, dims, rank, red, dx). reduce_mean is kernels::reduce_mean
+// with its scaling threaded: unary_loop cuts at whole vectors, so the bits
+// are the serial loop's.
+struct reduce_sum_kind {
+    template <class T> static void run(const T* x, const std::int64_t* dims, int r, const bool* red, T* y, std::int64_t) {
+        kernels::reduce_sum(x, dims, r, red, y);
+    }
+    template <class T>
+    static void grad(const T*, const T*, const T* d, const std::int64_t* dims, int r, const bool* red, T* dx) {
+        kernels::reduce_sum_grad(d, dims, r, red, dx);
+    }
+};
+struct reduce_mean_kind {
+    template <class T> static void run(const T* x, const std::int64_t* dims, int r, const bool* red, T* y, std::int64_t n) {
+        kernels::reduce_into(x, dims, r, red, y, T(0), kernels::add_fn{});
+        unary_loop(n, y, y, kernels::scale_by_fn<T>{kernels::mean_factor<T>(kernels::reduced_count(dims, r, red))});
+    }
+    template <class T>
+    static void grad(const T*, const T*, const T* d, const std::int64_t* dims, int r, const bool* red, T* dx) {
+        kernels::reduce_mean_grad(d, dims, r, red, dx);
+    }
+};
+struct reduce_max_kind {
+    template <class T> static void run(const T* x, const std::int64_t* dims, int r, const bool* red, T* y, std::int64_t) {
+        kernels::reduce_max(x, dims, r, red, y);
+    }
+    template <class T>
+    static void grad(const T* x, const T* out, const T* d, const std::int64_t* dims, int r, const bool* red, T* dx) {
+        kernels::reduce_max_grad(x, out, d, dims, r, red, dx);
+    }
+};
+
+// X, Out, Out@GRAD -> X@GRAD.
+template <class Kind> struct reduce_grad_op {
+    enum { X = 0, Out = 1, DOut = 2 };
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        bool red[max_rank];
+        reduced_flags(c, x.rank(), red);
+        Kind::grad(x.data<T>(), c.in(Out).template data<T>(), c.in(DOut).template data<T>(), x.shape().begin(),
+                   x.rank(), red, c.out(0).data<T>());
+    }
+};
+
+inline void mean_kernels(OpDef& d) { d.kernels = cpu_kernels<mean_op, float, double>(); }
+inline void mean_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<mean_grad_op, float, double>(); }
+inline void reduce_sum_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<reduce_op<reduce_sum_kind>, float, double, std::int32_t, std::int64_t>();
+}
+inline void reduce_mean_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_op<reduce_mean_kind>, float, double>(); }
+inline void reduce_max_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<reduce_op<reduce_max_kind>, float, double, std::int32_t, std::int64_t>();
+}
+inline void reduce_sum_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_grad_op<reduce_sum_kind>, float, double>(); }
+inline void reduce_mean_grad_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<reduce_grad_op<reduce_mean_kind>, float, double>();
+}
+inline void reduce_max_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_grad_op<reduce_max_kind>, float, double>(); }
+
 }  // namespace dlgraph::cpu_ops

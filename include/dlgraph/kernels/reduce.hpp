@@ -1,0 +1,217 @@
+// Reductions, the kernel core of ops/reduce.hpp: one strided fold of a
+// tensor over any set of its dims (given a functor and its identity, so a new
+// reduction needs no loop of its own) with its geometry, mean's scaling, and
+// the gradient loops that send Out@GRAD back over the reduced dims.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "dlgraph/kernels/config.hpp"
+#include "dlgraph/kernels/elementwise.hpp"
+#include "dlgraph/kernels/fold.hpp"
+
+namespace dlgraph::kernels {
+
+// A reduction's operand: X's dims (rank extents of `dims`, row-major and
+// contiguous) and which of them are folded (`red`). The rank is an extent,
+// so a fixed model may give it in the type.
+
+// The number of elements folded into each output element.
+template <class R> inline std::int64_t reduced_count(const std::int64_t* dims, R rank, const bool* red) noexcept {
+    std::int64_t n = 1;
+    for (int i = 0; i < static_cast<int>(extent(rank)); ++i)
+        if (red[i]) n *= dims[i];
+    return n;
+}
+
+// The number of output elements (with or without keep_dim: the kept dims).
+template <class R> inline std::int64_t kept_count(const std::int64_t* dims, R rank, const bool* red) noexcept {
+    std::int64_t n = 1;
+    for (int i = 0; i < static_cast<int>(extent(rank)); ++i)
+        if (!red[i]) n *= dims[i];
+    return n;
+}
+
+// How reduce_into walks a non-empty X. Dims of one kind that sit next to
+// each other are merged (a unit dim is both kept and reduced, so it is
+// dropped), which leaves one of two inner loops, driven by an odometer over
+// the outer merged dims [0, outer):
+//  * trailing dims reduced (`contiguous`): a contiguous fold of each row of
+//    `len` elements (fold_row: pairwise, 8 batches in flight) into one
+//    output element;
+//  * trailing dims kept: the block [rows = the reduced dim before them,
+//    len = the kept dims] is folded over its rows into `len` outputs
+//    (fold_rows_into: 8 rows at a time).
+// With no reduced dim left, each row is copied (folded once).
+struct reduce_geometry {
+    int n = 0;                             // merged dims
+    std::int64_t md[max_rank] = {};        // their sizes
+    std::int64_t ost[max_rank] = {};       // Out strides of the outer merged dims; 0 where reduced
+    int outer = 0;                         // merged dims walked by the odometer
+    std::int64_t rows = 1, len = 1;        // the inner loop's block
+    bool contiguous = false;
+};
+
+template <class R> inline reduce_geometry reduce_geometry_of(const std::int64_t* dims, R rank, const bool* red) noexcept {
+    reduce_geometry g;
+    bool mr[max_rank];
+    int n = 0;
+    for (int i = 0; i < static_cast<int>(extent(rank)); ++i) {
+        if (dims[i] == 1) continue;  // a unit dim is both kept and reduced
+        if (n > 0 && mr[n - 1] == red[i]) g.md[n - 1] *= dims[i];
+        else {
+            g.md[n] = dims[i];
+            mr[n] = red[i];
+            ++n;
+        }
+    }
+    if (n == 0) {
+        g.md[0] = 1;
+        mr[0] = false;
+        n = 1;
+    }
+    g.n = n;
+    // Out strides of the outer (merged) dims; reduced dims stride 0.
+    std::int64_t st = mr[n - 1] ? 1 : g.md[n - 1];
+    for (int i = n - 2; i >= 0; --i) {
+        g.ost[i] = mr[i] ? 0 : st;
+        if (!mr[i]) st *= g.md[i];
+    }
+    g.len = g.md[n - 1];
+    // Kept trailing dims: the reduced dim before them (merged dims alternate)
+    // belongs to the inner loop; with none, each row is copied (folded once).
+    g.contiguous = mr[n - 1];
+    g.outer = g.contiguous || n == 1 ? n - 1 : n - 2;
+    g.rows = g.contiguous || n == 1 ? 1 : g.md[n - 2];
+    return g;
+}
+
+// Folds x into y (the kept dims, row-major) along the dims flagged in `red`,
+// with f (a functor on scalars and batches: add_fn, max_fn, ...) and its
+// identity `init`; an output element nothing folds into gets `init`. The
+// order of operations depends on the dims alone (see kernels/fold.hpp).
+template <class T, class R, class F>
+inline void reduce_into(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y, T init, F f) noexcept {
+    const int r = static_cast<int>(extent(rank));
+    std::int64_t numel = 1;
+    for (int i = 0; i < r; ++i) numel *= dims[i];
+    std::fill(y, y + kept_count(dims, r, red), init);
+    if (numel == 0) return;
+    const reduce_geometry g = reduce_geometry_of(dims, r, red);
+    std::int64_t idx[max_rank] = {};
+    std::int64_t in_off = 0;
+    for (;;) {
+        std::int64_t o = 0;
+        for (int i = 0; i < g.outer; ++i) o += idx[i] * g.ost[i];
+        if (g.contiguous) y[o] = f(y[o], fold_row(x + in_off, g.len, init, f));
+        else fold_rows_into(x + in_off, g.rows, g.len, y + o, f);
+        in_off += g.rows * g.len;
+        int i = g.outer - 1;  // the odometer over the outer dims, row-major
+        for (; i >= 0; --i) {
+            if (++idx[i] < g.md[i]) break;
+            idx[i] = 0;
+        }
+        if (i < 0) return;
+    }
+}
+
+// The max of nothing is the identity: -inf (or the lowest integer).
+template <class T> constexpr T max_identity() noexcept {
+    return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+}
+
+// y = v * s, for mean's scaling of a sum (on scalars and batches).
+template <class T> struct scale_by_fn {
+    T s;
+    template <class V> DLGRAPH_HD V operator()(V v) const { return v * V(s); }
+};
+
+// The factor that turns a sum of `count` elements into their mean; an empty
+// fold gives 0 * inf = NaN, as NumPy's mean does.
+template <class T> inline T mean_factor(std::int64_t count) noexcept { return T(1) / static_cast<T>(count); }
+
+template <class T, class R> inline void reduce_sum(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y) noexcept {
+    reduce_into(x, dims, rank, red, y, T(0), add_fn{});
+}
+template <class T, class R> inline void reduce_max(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y) noexcept {
+    reduce_into(x, dims, rank, red, y, max_identity<T>(), max_fn{});
+}
+// The serial reduce_mean (the CPU device splits the scaling over threads,
+// which gives the same bits: unary_loop cuts at whole vectors).
+template <class T, class R> inline void reduce_mean(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y) noexcept {
+    reduce_into(x, dims, rank, red, y, T(0), add_fn{});
+    unary_loop_serial(kept_count(dims, rank, red), y, y, scale_by_fn<T>{mean_factor<T>(reduced_count(dims, rank, red))});
+}
+
+// The mean of x[0..n) (op mean): a pairwise sum over n. An empty X gives
+// 0/0 = NaN, as NumPy's mean does.
+template <class T, class N> inline T mean_all(const T* x, N n) noexcept {
+    const T sum = fold_row(x, extent(n), T(0), add_fn{});
+    return sum / static_cast<T>(extent(n));
+}
+
+// mean's gradient: dx[0..n) = dout[0] / n.
+template <class T, class N> inline void mean_grad(const T* dout, T* dx, N n) noexcept {
+    const T g = *dout / static_cast<T>(std::max<std::int64_t>(extent(n), 1));
+    std::fill(dx, dx + extent(n), g);
+}
+
+// ---- gradients ---------------------------------------------------------------------------
+//
+// Each element of X takes the gradient of the output element it folded
+// into. The walk visits X in row-major order with the offset of that
+// output element kept incrementally (an odometer with Out's strides, 0
+// along the reduced dims), so it needs no scratch memory and no division.
+
+// Calls body(i, o) for every element i of X, o being the offset in Out of
+// the element that X[i] folds into.
+template <class R, class Body>
+inline void reduce_grad_walk(const std::int64_t* dims, R rank, const bool* red, Body body) noexcept {
+    const int r = static_cast<int>(extent(rank));
+    // Strides into Out (kept dims contiguous, reduced dims 0).
+    std::int64_t s[max_rank], ost[max_rank], idx[max_rank] = {};
+    std::int64_t st = 1, n = 1;
+    for (int i = r - 1; i >= 0; --i) {
+        s[i] = dims[i];
+        ost[i] = red[i] ? 0 : st;
+        if (!red[i]) st *= s[i];
+        n *= s[i];
+    }
+    std::int64_t o = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        body(i, o);
+        for (int k = r - 1; k >= 0; --k) {
+            o += ost[k];
+            if (++idx[k] < s[k]) break;
+            o -= ost[k] * s[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+// reduce_sum's gradient: dx[i] = dout[o].
+template <class T, class R>
+inline void reduce_sum_grad(const T* dout, const std::int64_t* dims, R rank, const bool* red, T* dx) noexcept {
+    reduce_grad_walk(dims, rank, red, [&](std::int64_t i, std::int64_t o) { dx[i] = dout[o]; });
+}
+
+// reduce_mean's gradient: dx[i] = dout[o] / count (1 / 1 when nothing is
+// folded, where X is empty anyway).
+template <class T, class R>
+inline void reduce_mean_grad(const T* dout, const std::int64_t* dims, R rank, const bool* red, T* dx) noexcept {
+    const T scale = T(1) / static_cast<T>(std::max<std::int64_t>(reduced_count(dims, rank, red), 1));
+    reduce_grad_walk(dims, rank, red, [&](std::int64_t i, std::int64_t o) { dx[i] = dout[o] * scale; });
+}
+
+// reduce_max's gradient: dout[o] where X equals the max it folded into,
+// every tied position included; 0 elsewhere.
+template <class T, class R>
+inline void reduce_max_grad(const T* x, const T* out, const T* dout, const std::int64_t* dims, R rank, const bool* red,
+                            T* dx) noexcept {
+    reduce_grad_walk(dims, rank, red,
+                     [&](std::int64_t i, std::int64_t o) { dx[i] = x[i] == out[o] ? dout[o] : T(0); });
+}
+
+}  // namespace dlgraph::kernels
