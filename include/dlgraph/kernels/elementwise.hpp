@@ -98,6 +98,11 @@ struct square_fn {
     template <class V> DLGRAPH_HD V operator()(V a) const { return a * a; }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * V(2) * x; }
 };
+// x * s (a mean's 1/n, softmax's 1/sum).
+template <class T> struct scale_by_fn {
+    T s;
+    template <class V> DLGRAPH_HD V operator()(V v) const { return v * V(s); }
+};
 // scale: s * x + b (BiasAfter), or s * (x + b).
 template <class T, bool BiasAfter> struct scale_fn {
     T s, b;

@@ -122,12 +122,6 @@ template <class T> constexpr T max_identity() noexcept {
     return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 }
 
-// y = v * s, for mean's scaling of a sum (on scalars and batches).
-template <class T> struct scale_by_fn {
-    T s;
-    template <class V> DLGRAPH_HD V operator()(V v) const { return v * V(s); }
-};
-
 // The factor that turns a sum of `count` elements into their mean; an empty
 // fold gives 0 * inf = NaN, as NumPy's mean does.
 template <class T> inline T mean_factor(std::int64_t count) noexcept { return T(1) / static_cast<T>(count); }

@@ -35,11 +35,6 @@ struct serial_loops {
     }
 };
 
-// v * s: softmax's normalisation.
-template <class T> struct scale_by_fn {
-    T s;
-    template <class V> DLGRAPH_HD V operator()(V v) const { return v * V(s); }
-};
 // y * (dy - dot): softmax's gradient once dot = sum(y * dy) is known.
 template <class T> struct softmax_grad_fn {
     T dot;
