@@ -1,0 +1,436 @@
+// The GEMM of the kernel core: C = alpha * op(A) * op(B) (+ C), row-major,
+// FP32 and FP64, on one thread over any rectangle of C, with its packing
+// buffers in a workspace the caller provides (no heap, no threads).
+//
+// Large products follow the GotoBLAS / BLIS scheme. B is packed one kc x nc
+// block at a time into panels nr columns wide and A one mc x kc block at a
+// time into panels mr rows tall, both zero-padded to whole panels; a
+// micro-kernel then keeps an mr x nr tile of C in registers while it
+// streams one A panel (from L2) against one B panel (from L1). Packing reads
+// a transposed operand in place, so all four transpose cases share one
+// kernel and nothing is copied beyond the packed blocks.
+//
+// Products with a few rows (M < gemm_small_m, the batch-1 inference case)
+// skip packing, which would cost as much as the product: each k adds a
+// broadcast A(i, k) times a row of B to a tile of C kept in registers, wide
+// enough for the FMA units to overlap.
+//
+// Each element of C is computed from its row of op(A) and its column of
+// op(B) alone, in an order set by K and by the path its rectangle takes
+// (unpacked: fewer than gemm_small_m rows and B untransposed; else packed),
+// never by where the rectangle sits. So C may be split into rectangles
+// (cpu/gemm.hpp's strips, one per thread) without changing a bit wherever
+// each takes the path the whole would.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "dlgraph/kernels/config.hpp"
+#include "dlgraph/kernels/vec.hpp"
+
+namespace dlgraph::kernels {
+
+namespace gemm_detail {
+
+template <class T> inline constexpr int W = static_cast<int>(batch<T>::size);
+
+// Register tile: mr rows x (nv vectors) columns. With 32 vector registers
+// (AVX-512) 12 x 2 takes 24 accumulators; with 16 (AVX2) 6 x 2 takes 12.
+inline constexpr int nv = 2;
+template <class T> inline constexpr int mr = sizeof(batch<T>) >= 64 ? 12 : 6;
+template <class T> inline constexpr int nr = nv * W<T>;
+
+// Cache blocks: a kc x nr panel of B stays in L1 (32 KiB), an mc x kc block
+// of A in L2, a kc x nc block of B in L3.
+inline constexpr std::int64_t kc_block = 256;
+template <class T> inline constexpr std::int64_t mc_block = mr<T> * (sizeof(T) == 4 ? 16 : 8);
+template <class T> inline constexpr std::int64_t nc_block = nr<T> * 128;
+
+// Rows below which packing costs more than it saves.
+inline constexpr std::int64_t small_m = 8;
+
+// An operand as a matrix view: element (r, c) is at p[r * rs + c * cs].
+template <class T> struct view {
+    const T* p;
+    std::int64_t rs, cs;
+    const T& operator()(std::int64_t r, std::int64_t c) const noexcept { return p[r * rs + c * cs]; }
+};
+
+template <class T> constexpr view<T> operand(bool trans, const T* p, std::int64_t ld) noexcept {
+    return trans ? view<T>{p, 1, ld} : view<T>{p, ld, 1};
+}
+
+// Packs rows [0, m) x k-range [0, kc) of A into panels of mr rows:
+// panel q holds A(q*mr + r, k) at [q*mr*kc + k*mr + r], rows past m zero.
+template <class T> void pack_a(view<T> A, std::int64_t m, std::int64_t kc, T* out) noexcept {
+    constexpr int MR = mr<T>;
+    for (std::int64_t i0 = 0; i0 < m; i0 += MR, out += MR * kc) {
+        const int rows = static_cast<int>(std::min<std::int64_t>(MR, m - i0));
+        if (A.rs == 1) {  // a transposed A: a panel's column is contiguous
+            for (std::int64_t k = 0; k < kc; ++k) {
+                const T* src = &A(i0, k);
+                T* dst = out + k * MR;
+                int r = 0;
+                for (; r < rows; ++r) dst[r] = src[r];
+                for (; r < MR; ++r) dst[r] = T(0);
+            }
+        } else {
+            for (int r = 0; r < rows; ++r) {
+                const T* src = &A(i0 + r, 0);
+                for (std::int64_t k = 0; k < kc; ++k) out[k * MR + r] = src[k * A.cs];
+            }
+            for (int r = rows; r < MR; ++r)
+                for (std::int64_t k = 0; k < kc; ++k) out[k * MR + r] = T(0);
+        }
+    }
+}
+
+// Packs k-range [0, kc) x columns [0, n) of B into panels of nr columns:
+// panel q holds B(k, q*nr + c) at [q*nr*kc + k*nr + c], columns past n zero.
+template <class T> void pack_b(view<T> B, std::int64_t kc, std::int64_t n, T* out) noexcept {
+    constexpr int NR = nr<T>;
+    for (std::int64_t j0 = 0; j0 < n; j0 += NR, out += NR * kc) {
+        const int cols = static_cast<int>(std::min<std::int64_t>(NR, n - j0));
+        if (B.cs == 1 && cols == NR) {
+            for (std::int64_t k = 0; k < kc; ++k) {
+                const T* src = &B(k, j0);
+                for (int v = 0; v < nv; ++v) batch<T>::load_unaligned(src + v * W<T>).store_aligned(out + k * NR + v * W<T>);
+            }
+        } else if (B.cs == 1) {
+            for (std::int64_t k = 0; k < kc; ++k) {
+                const T* src = &B(k, j0);
+                T* dst = out + k * NR;
+                int c = 0;
+                for (; c < cols; ++c) dst[c] = src[c];
+                for (; c < NR; ++c) dst[c] = T(0);
+            }
+        } else {  // a transposed B: a panel's row is strided, its columns contiguous
+            for (int c = 0; c < cols; ++c) {
+                const T* src = &B(0, j0 + c);
+                for (std::int64_t k = 0; k < kc; ++k) out[k * NR + c] = src[k * B.rs];
+            }
+            for (int c = cols; c < NR; ++c)
+                for (std::int64_t k = 0; k < kc; ++k) out[k * NR + c] = T(0);
+        }
+    }
+}
+
+// C tile (R x nr, row stride ldc) = alpha * Ap * Bp (+ C when acc), R <= mr
+// (Ap's panels are mr tall; a short last panel uses a shorter kernel rather
+// than multiplying padding). `rows` x `cols` of the tile are real; a partial
+// tile goes through a scratch tile so the kernel itself always runs full width.
+template <class T, int R>
+void micro_kernel(std::int64_t kc, const T* __restrict Ap, const T* __restrict Bp, T* C, std::int64_t ldc, T alpha,
+                  bool acc, int rows, int cols) noexcept {
+    constexpr int MR = mr<T>, NR = nr<T>;
+    using B = batch<T>;
+    B s[R][nv];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < nv; ++v) s[r][v] = B(T(0));
+    for (std::int64_t k = 0; k < kc; ++k, Ap += MR, Bp += NR) {
+        B b[nv];
+        for (int v = 0; v < nv; ++v) b[v] = B::load_aligned(Bp + v * W<T>);
+        for (int r = 0; r < R; ++r) {
+            const B a(Ap[r]);
+            for (int v = 0; v < nv; ++v) s[r][v] = vm::fma(a, b[v], s[r][v]);
+        }
+    }
+    const B al(alpha);
+    if (rows == R && cols == NR) {
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < nv; ++v) {
+                T* cp = C + r * ldc + v * W<T>;
+                B res = s[r][v] * al;
+                if (acc) res += B::load_unaligned(cp);
+                res.store_unaligned(cp);
+            }
+        return;
+    }
+    alignas(64) T tile[R][NR];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < nv; ++v) (s[r][v] * al).store_aligned(&tile[r][v * W<T>]);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) C[r * ldc + c] = acc ? C[r * ldc + c] + tile[r][c] : tile[r][c];
+}
+
+// Runs the kernel for a tile of `rows` real rows: full height, or the
+// smallest of 2/3 or 1/3 of it that covers them.
+template <class T>
+void micro_tile(std::int64_t kc, const T* Ap, const T* Bp, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+                int cols) noexcept {
+    constexpr int MR = mr<T>;
+    if (rows > 2 * MR / 3) micro_kernel<T, MR>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
+    else if (rows > MR / 3) micro_kernel<T, 2 * MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
+    else micro_kernel<T, MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
+}
+
+// K in equal blocks of at most kc_block: 784 = 4 x 196, not 3 x 256 + 16
+// (a thin last block pays the C updates and packing of a full one).
+constexpr std::int64_t k_block(std::int64_t K) noexcept {
+    const std::int64_t blocks = (K + kc_block - 1) / kc_block;
+    return (K + blocks - 1) / blocks;
+}
+
+constexpr std::int64_t round_up(std::int64_t n, std::int64_t unit) noexcept { return (n + unit - 1) / unit * unit; }
+
+// The packed path's buffers in a workspace: the kc x nc block of B (unless
+// B comes prepacked), then the mc x kc block of A, each 64-byte aligned when
+// the workspace is. Elements for an M x N product of depth K.
+template <class T> constexpr std::int64_t packed_b_block(std::int64_t N, std::int64_t K) noexcept {
+    return k_block(K) * std::min(round_up(N, nr<T>), nc_block<T>);
+}
+template <class T> constexpr std::int64_t packed_a_block(std::int64_t M, std::int64_t K) noexcept {
+    return k_block(K) * std::min(round_up(M, mr<T>), mc_block<T>);
+}
+template <class T> constexpr std::int64_t aligned_elements(std::int64_t n) noexcept {
+    return round_up(n, static_cast<std::int64_t>(64 / sizeof(T)));
+}
+
+// B packed whole, block after block as packed_gemm packs it: the block of
+// columns [jc, jc + nc) and depths [pc, pc + kc) starts at K * jc +
+// pc * round_up(nc, nr). K * round_up(N, nr) elements in all.
+template <class T> constexpr std::int64_t packed_b_size(std::int64_t K, std::int64_t N) noexcept {
+    return K * round_up(N, nr<T>);
+}
+template <class T>
+constexpr std::int64_t packed_b_offset(std::int64_t K, std::int64_t jc, std::int64_t nc, std::int64_t pc) noexcept {
+    return K * jc + pc * round_up(nc, nr<T>);
+}
+template <class T> void pack_b_whole(view<T> B, std::int64_t K, std::int64_t N, T* out) noexcept {
+    const std::int64_t kc_max = k_block(K);
+    for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
+        const std::int64_t nc = std::min(nc_block<T>, N - jc);
+        for (std::int64_t pc = 0; pc < K; pc += kc_max)
+            pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, std::min(kc_max, K - pc), nc,
+                   out + packed_b_offset<T>(K, jc, nc, pc));
+    }
+}
+
+// The packed product of an M x N block of C into buffers b_buf (kc x nc,
+// unused with `prepacked`: B packed whole by pack_b_whole, B itself not
+// read) and a_buf (mc x kc).
+template <class T>
+void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T> A, view<T> B, bool accumulate, T* C,
+                 std::int64_t ldc, const T* prepacked, T* b_buf, T* Ap) noexcept {
+    constexpr int MR = mr<T>, NR = nr<T>;
+    const std::int64_t kc_max = k_block(K);
+    for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
+        const std::int64_t nc = std::min(nc_block<T>, N - jc);
+        for (std::int64_t pc = 0; pc < K; pc += kc_max) {
+            const std::int64_t kc = std::min(kc_max, K - pc);
+            const bool acc = accumulate || pc > 0;
+            const T* Bp = b_buf;
+            if (prepacked) Bp = prepacked + packed_b_offset<T>(K, jc, nc, pc);
+            else pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, kc, nc, b_buf);
+            for (std::int64_t ic = 0; ic < M; ic += mc_block<T>) {
+                const std::int64_t mc = std::min(mc_block<T>, M - ic);
+                pack_a(view<T>{&A(ic, pc), A.rs, A.cs}, mc, kc, Ap);
+                for (std::int64_t jr = 0; jr < nc; jr += NR) {
+                    const int cols = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
+                    for (std::int64_t ir = 0; ir < mc; ir += MR) {
+                        const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
+                        micro_tile<T>(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha, acc,
+                                      rows, cols);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Unpacked product for few rows: C rows [0, R) (R <= 4), columns [j, j +
+// NV*W), all of K; B's rows contiguous (B.cs == 1).
+template <class T, int R, int NV>
+void small_tile(std::int64_t K, view<T> A, view<T> B, T* C, std::int64_t ldc, T alpha, bool acc) noexcept {
+    using Bt = batch<T>;
+    Bt s[R][NV];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < NV; ++v) s[r][v] = Bt(T(0));
+    for (std::int64_t k = 0; k < K; ++k) {
+        const T* bk = B.p + k * B.rs;
+        Bt b[NV];
+        for (int v = 0; v < NV; ++v) b[v] = Bt::load_unaligned(bk + v * W<T>);
+        for (int r = 0; r < R; ++r) {
+            const Bt a(A(r, k));
+            for (int v = 0; v < NV; ++v) s[r][v] = vm::fma(a, b[v], s[r][v]);
+        }
+    }
+    const Bt al(alpha);
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < NV; ++v) {
+            T* cp = C + r * ldc + v * W<T>;
+            Bt res = s[r][v] * al;
+            if (acc) res += Bt::load_unaligned(cp);
+            res.store_unaligned(cp);
+        }
+}
+
+// Rows [0, R) of C over columns [0, N): wide tiles, then one vector at a
+// time, then scalars.
+template <class T, int R, int NV>
+void small_rows(std::int64_t N, std::int64_t K, view<T> A, view<T> B, T* C, std::int64_t ldc, T alpha,
+                bool acc) noexcept {
+    constexpr std::int64_t w = W<T>;
+    std::int64_t j = 0;
+    for (; j + NV * w <= N; j += NV * w) small_tile<T, R, NV>(K, A, view<T>{B.p + j, B.rs, 1}, C + j, ldc, alpha, acc);
+    for (; j + w <= N; j += w) small_tile<T, R, 1>(K, A, view<T>{B.p + j, B.rs, 1}, C + j, ldc, alpha, acc);
+    if (j == N) return;
+    // The last N % w columns in scalars, one accumulator per column so the
+    // multiply-adds of a k step do not wait on each other.
+    const int nt = static_cast<int>(N - j);
+    for (int r = 0; r < R; ++r) {
+        T s[w] = {};
+        for (std::int64_t k = 0; k < K; ++k) {
+            const T a = A(r, k);
+            const T* bk = &B(k, j);
+            for (int c = 0; c < nt; ++c) s[c] += a * bk[c];
+        }
+        for (int c = 0; c < nt; ++c) C[r * ldc + j + c] = acc ? C[r * ldc + j + c] + alpha * s[c] : alpha * s[c];
+    }
+}
+
+template <class T>
+void small_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T> A, view<T> B, bool acc, T* C,
+                std::int64_t ldc) noexcept {
+    std::int64_t i = 0;
+    for (; i + 4 <= M; i += 4) small_rows<T, 4, 4>(N, K, view<T>{&A(i, 0), A.rs, A.cs}, B, C + i * ldc, ldc, alpha, acc);
+    // A single row takes 16 vectors of columns: long contiguous reads of each
+    // row of B, which L2 and L3 stream fastest (the batch-1 case is bound by
+    // reading B).
+    for (; i < M; ++i) small_rows<T, 1, 16>(N, K, view<T>{&A(i, 0), A.rs, A.cs}, B, C + i * ldc, ldc, alpha, acc);
+}
+
+// Whether an M-row product with B's rows contiguous (B.cs == 1) takes the
+// unpacked path.
+constexpr bool takes_small_path(std::int64_t M, bool b_rows_contiguous) noexcept {
+    return M < small_m && b_rows_contiguous;
+}
+
+constexpr bool aligned64(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
+
+}  // namespace gemm_detail
+
+// ---- the core's GEMM --------------------------------------------------------------------
+
+// The register tile (gemm_mr rows x gemm_nr columns of C), the unit in
+// which a caller splits C into strips; and the rows below which a product
+// is not packed.
+template <class T> inline constexpr int gemm_mr = gemm_detail::mr<T>;
+template <class T> inline constexpr int gemm_nr = gemm_detail::nr<T>;
+inline constexpr std::int64_t gemm_small_m = gemm_detail::small_m;
+
+// A rectangle of C: rows [r0, r1), columns [c0, c1).
+struct gemm_range {
+    std::int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+};
+
+// Handles a product with no rows, columns or depth (C = 0 unless
+// accumulating); true when there is nothing more to do.
+template <class T>
+bool gemm_empty(std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate, T* C, std::int64_t ldc) noexcept {
+    if (M <= 0 || N <= 0) return true;
+    if (K > 0) return false;
+    if (!accumulate)
+        for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
+    return true;
+}
+
+// Elements of workspace (64-byte aligned) that gemm_block needs for a
+// rectangle of `rows` x `cols` of C at depth K; 0 when it packs nothing.
+template <class T, class ER, class EC, class EK>
+constexpr std::int64_t gemm_workspace_size(bool trans_b, ER rows, EC cols, EK K) noexcept {
+    using namespace gemm_detail;
+    const std::int64_t m = extent(rows), n = extent(cols), k = extent(K);
+    if (m <= 0 || n <= 0 || k <= 0 || takes_small_path(m, !trans_b)) return 0;
+    return aligned_elements<T>(packed_b_block<T>(n, k)) + packed_a_block<T>(m, k);
+}
+
+// The rectangle `r` of C = alpha * op(A) * op(B) (+ C if `accumulate`), on
+// the calling thread. A is stored M x K (lda) or, with trans_a, K x M; B is
+// stored K x N (ldb) or, with trans_b, N x K; A, B and C point at the whole
+// matrices (element (0, 0)), and need no alignment. `workspace` holds
+// `workspace_size` elements, 64-byte aligned; false (and C untouched) when
+// that is less than gemm_workspace_size(trans_b, r.r1 - r.r0, r.c1 - r.c0, K)
+// or misaligned.
+template <class T, class EK>
+[[nodiscard]] bool gemm_block(bool trans_a, bool trans_b, EK K, T alpha, const T* A, std::int64_t lda, const T* B,
+                              std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc, gemm_range r, T* workspace,
+                              std::int64_t workspace_size) noexcept {
+    static_assert(simd_type<T>, "gemm is for FP32 and FP64");
+    using namespace gemm_detail;
+    const std::int64_t m = r.r1 - r.r0, n = r.c1 - r.c0, k = extent(K);
+    if (m <= 0 || n <= 0) return true;
+    T* const c = C + r.r0 * ldc + r.c0;
+    if (gemm_empty(m, n, k, accumulate, c, ldc)) return true;
+    const view<T> a = operand(trans_a, A, lda), b = operand(trans_b, B, ldb);
+    const view<T> ar{&a(r.r0, 0), a.rs, a.cs}, br{&b(0, r.c0), b.rs, b.cs};
+    if (takes_small_path(m, br.cs == 1)) {
+        small_gemm(m, n, k, alpha, ar, br, accumulate, c, ldc);
+        return true;
+    }
+    const std::int64_t b_size = aligned_elements<T>(packed_b_block<T>(n, k));
+    if (workspace_size < b_size + packed_a_block<T>(m, k) || !aligned64(workspace)) return false;
+    packed_gemm(m, n, k, alpha, ar, br, accumulate, c, ldc, static_cast<const T*>(nullptr), workspace,
+                workspace + b_size);
+    return true;
+}
+
+// All of C = alpha * op(A) * op(B) (+ C), M x N, on the calling thread:
+// gemm_block over the whole, with a workspace of
+// gemm_workspace_size(trans_b, M, N, K) elements.
+template <class T, class EM, class EN, class EK>
+[[nodiscard]] bool gemm_serial(bool trans_a, bool trans_b, EM M, EN N, EK K, T alpha, const T* A, std::int64_t lda,
+                               const T* B, std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc, T* workspace,
+                               std::int64_t workspace_size) noexcept {
+    return gemm_block(trans_a, trans_b, K, alpha, A, lda, B, ldb, accumulate, C, ldc,
+                      gemm_range{0, extent(M), 0, extent(N)}, workspace, workspace_size);
+}
+
+// ---- B packed once ------------------------------------------------------------------------
+// A constant B (a weight matrix in inference) can be packed once and reused
+// by every product with it: gemm_pack_b writes op(B), K x N, as the packed
+// path reads it, and gemm_prepacked_block multiplies with that instead of
+// packing B on each call (about a tenth of a 64 x 784 x 512 product). Worth
+// it only where the product would be packed at all: M >= gemm_small_m.
+
+// Elements of packed B (the buffer must be 64-byte aligned).
+template <class T> constexpr std::int64_t gemm_packed_b_size(std::int64_t K, std::int64_t N) noexcept {
+    return gemm_detail::packed_b_size<T>(K, N);
+}
+template <class T>
+void gemm_pack_b(bool trans_b, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb, T* out) noexcept {
+    static_assert(simd_type<T>, "gemm is for FP32 and FP64");
+    gemm_detail::pack_b_whole(gemm_detail::operand(trans_b, B, ldb), K, N, out);
+}
+
+// Elements of workspace (64-byte aligned) that gemm_prepacked_block needs
+// for `rows` rows of C at depth K.
+template <class T, class ER, class EK> constexpr std::int64_t gemm_prepacked_workspace_size(ER rows, EK K) noexcept {
+    const std::int64_t m = extent(rows), k = extent(K);
+    return m <= 0 || k <= 0 ? 0 : gemm_detail::packed_a_block<T>(m, k);
+}
+
+// Rows [r0, r1) of C = alpha * op(A) * op(B) (+ C), with op(B) (K x N) as
+// gemm_pack_b wrote it for these K and N. Always the packed path, even on
+// fewer than gemm_small_m rows, so its bits are those of gemm_block on a
+// product that packs. Workspace as gemm_block's, of
+// gemm_prepacked_workspace_size(r1 - r0, K) elements.
+template <class T, class EN, class EK>
+[[nodiscard]] bool gemm_prepacked_block(bool trans_a, EN N, EK K, T alpha, const T* A, std::int64_t lda,
+                                        const T* packed_b, bool accumulate, T* C, std::int64_t ldc, std::int64_t r0,
+                                        std::int64_t r1, T* workspace, std::int64_t workspace_size) noexcept {
+    static_assert(simd_type<T>, "gemm is for FP32 and FP64");
+    using namespace gemm_detail;
+    const std::int64_t m = r1 - r0, n = extent(N), k = extent(K);
+    if (m <= 0 || n <= 0) return true;
+    T* const c = C + r0 * ldc;
+    if (gemm_empty(m, n, k, accumulate, c, ldc)) return true;
+    if (workspace_size < packed_a_block<T>(m, k) || !aligned64(workspace)) return false;
+    const view<T> a = operand(trans_a, A, lda);
+    packed_gemm(m, n, k, alpha, view<T>{&a(r0, 0), a.rs, a.cs}, view<T>{nullptr, 0, 0}, accumulate, c, ldc, packed_b,
+                static_cast<T*>(nullptr), workspace);
+    return true;
+}
+
+}  // namespace dlgraph::kernels
