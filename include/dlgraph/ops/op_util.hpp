@@ -7,24 +7,10 @@
 #include <cstdint>
 #include <string>
 
-#include "dlgraph/cpu/elementwise.hpp"
-#include "dlgraph/kernels/fold.hpp"
 #include "dlgraph/op.hpp"
 #include "dlgraph/ops/elementwise.hpp"
 
 namespace dlgraph::ops {
-
-// Transitional: the element-wise core and CPU loops, under the names the
-// families not yet split into kernels/ and cpu/ use.
-using kernels::add_fn;
-using kernels::is_batch;
-using kernels::max_fn;
-using kernels::mul_fn;
-using kernels::simd_type;
-using cpu_ops::binary_loop;
-using cpu_ops::loop_per_thread;
-using cpu_ops::split_loop;
-using cpu_ops::unary_loop;
 
 // Normalises a possibly negative `axis` for a tensor of shape `s`; the
 // message names the operand and its shape, not just the rank.
@@ -61,8 +47,5 @@ inline bool next_index(std::int64_t* idx, const std::int64_t* dims, int r) {
 inline bool dims_agree(std::int64_t a, std::int64_t b) { return a < 0 || b < 0 || a == b; }
 // The better-known of two agreeing dims.
 inline std::int64_t merge_dim(std::int64_t a, std::int64_t b) { return a >= 0 ? a : b; }
-
-using kernels::fold_row;
-using kernels::fold_rows_into;
 
 }  // namespace dlgraph::ops
