@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh Debian 12 machine: installs what is
-# missing, builds, runs the tests, then runs them again under
+# missing, builds, runs the tests, runs the op suite and kernel-core tests
+# against the portable kernel core (no SIMD), then runs the tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and the scope's
 # concurrency tests under ThreadSanitizer.
 set -euo pipefail
@@ -12,6 +13,10 @@ echo "== build and test (Release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" | tee build/ctest.log
+
+echo "== op suite and kernel core without SIMD (DLGRAPH_NO_SIMD)"
+cmake --build build -j "$jobs" --target dlgraph_portable_tests
+./build/tests/dlgraph_portable_tests | tee build/portable.log
 
 echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
@@ -25,11 +30,13 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -
   -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target dlgraph_thread_tests
 TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests | tee build-tsan/doctest.log
-# One closing line for the three runs: ctest counts, then the TSan cases.
+# One closing line for the four runs: ctest counts, then the portable and TSan cases.
 total=0
 for f in build/ctest.log build-asan/ctest.log; do
   total=$((total + $(sed -n 's/.* tests failed out of \([0-9]*\).*/\1/p' "$f")))
 done
-total=$((total + $(sed -n 's/.*test cases: *\([0-9]*\).*/\1/p' build-tsan/doctest.log)))
+for f in build/portable.log build-tsan/doctest.log; do
+  total=$((total + $(sed -n 's/.*test cases: *\([0-9]*\).*/\1/p' "$f")))
+done
 echo "== all tests passed"
 echo "tests: $total passed, 0 failed"

@@ -47,6 +47,18 @@ const std::string golden_path = DLGRAPH_TEST_DATA "/op_golden.txt";
 
 std::string arch_name() { return xsimd::default_arch::name(); }
 
+// A portable build (DLGRAPH_NO_SIMD, kernels/vec.hpp) computes every lane's
+// arithmetic as the vector instructions do, but exp, log, tanh and pow (and
+// so sigmoid, softmax and the chains holding them) follow the C library,
+// whose last bit may differ from xsimd's polynomials: only cases of those
+// ops may differ from the SIMD bits, and only in such a build.
+bool portable_may_differ(const std::string& case_name) {
+    if (DLGRAPH_SIMD) return false;
+    for (const char* op : {"exp", "log", "tanh", "sigmoid", "elementwise_pow", "softmax"})
+        if (case_name.find(op) != std::string::npos) return true;
+    return false;
+}
+
 // Whether this build lets the compiler fuse a * b + c into one FMA. GCC
 // does in GNU mode (its default -ffp-contract=fast) from -O2 on, and not at
 // -O1 or -O0, so the same kernels round differently in a Release build and
@@ -212,10 +224,14 @@ TEST_CASE("op suite outputs match the stored bits") {
                              << ", this machine is " << arch << ": ran all " << cases.size()
                              << " cases without comparing their bits");
     } else {
-        int mismatches = 0;
+        int mismatches = 0, portable_differences = 0;
         for (std::size_t i = 0; i < cases.size(); ++i) {
             const auto s = it->second.find(cases[i].name);
             if (s == it->second.end() || got[i].empty()) continue;
+            if (s->second != got[i] && portable_may_differ(cases[i].name)) {
+                ++portable_differences;
+                continue;
+            }
             if (s->second != got[i]) {
                 ++mismatches;
                 FAIL_CHECK(cases[i].name << ": output bits changed (arch " << arch << ")\n  stored: "
@@ -223,6 +239,11 @@ TEST_CASE("op suite outputs match the stored bits") {
             }
         }
         CHECK(mismatches == 0);
+        if (!DLGRAPH_SIMD)
+            MESSAGE("op suite, portable kernel core: " << cases.size() - static_cast<std::size_t>(portable_differences)
+                                                       << " of " << cases.size() << " cases keep the " << arch
+                                                       << " bits; " << portable_differences
+                                                       << " of exp, log, tanh or pow differ (C library)");
     }
 }
 

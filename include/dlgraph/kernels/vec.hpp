@@ -95,9 +95,13 @@ DLGRAPH_HD inline T min(T a, T b) noexcept { return a < b ? a : b; }
 template <class T>
     requires std::is_arithmetic_v<T>
 DLGRAPH_HD inline T select(bool c, T a, T b) noexcept { return c ? a : b; }
+// Floating-point: the sign bit cleared (-0 gives +0), as vector abs does.
 template <class T>
     requires std::is_arithmetic_v<T>
-DLGRAPH_HD inline T abs(T a) noexcept { return a < T(0) ? -a : a; }
+DLGRAPH_HD inline T abs(T a) noexcept {
+    if constexpr (std::is_floating_point_v<T>) return std::fabs(a);
+    else return a < T(0) ? -a : a;
+}
 template <class T>
     requires std::is_floating_point_v<T>
 DLGRAPH_HD inline T exp(T a) noexcept { return std::exp(a); }
@@ -133,7 +137,7 @@ inline vec<T, W> select(const vec_mask<T, W>& c, const vec<T, W>& a, const vec<T
     return r;
 }
 template <class T, int W> inline vec<T, W> abs(const vec<T, W>& a) noexcept {
-    return vec<T, W>::map(a, a, [](T x, T) { return x < T(0) ? -x : x; });
+    return vec<T, W>::map(a, a, [](T x, T) { return abs(x); });
 }
 template <class T, int W> inline vec<T, W> exp(const vec<T, W>& a) noexcept {
     return vec<T, W>::map(a, a, [](T x, T) { return std::exp(x); });
