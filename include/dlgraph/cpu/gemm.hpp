@@ -60,7 +60,7 @@ void block(bool trans_a, bool trans_b, std::int64_t K, T alpha, const T* A, std:
 }
 
 // The most strips worth a thread each: a strip is at least ~2M
-// multiply-adds (about 10 us), so waking a thread never costs more than it
+// multiply-adds (bench/README.md has its time), so waking a thread never costs more than it
 // saves.
 inline std::int64_t strips_worth(std::int64_t M, std::int64_t N, std::int64_t K) {
     return M * N * K / (std::int64_t(1) << 21);
