@@ -3,10 +3,13 @@
 // first-fit allocator that counts bytes and calls, and counts every copy and
 // wait. Its memory is host memory, so its kernels can read it, but every
 // pointer is checked: a copy to the device must land in the region and
-// come from outside it, and the other way round. It proves what a real
-// device (CUDA) relies on: placement with fallback to the host, copies
-// where values cross, per-place arenas, one wait per run, and results
-// identical to the CPU's.
+// come from outside it, and the other way round. Copies to the host behave
+// as on an asynchronous device: the destination is poisoned at once and
+// filled only at the next wait, so a host step that reads it without a wait
+// before it reads poison. It proves what a real device (CUDA) relies on:
+// placement with fallback to the host, copies where values cross, per-place
+// arenas, waits where the host needs device results, and results identical
+// to the CPU's. `allocations_left` makes allocation fail on demand.
 #pragma once
 
 #include <cstring>
@@ -16,6 +19,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <dlgraph/dlgraph.hpp>
 
@@ -110,33 +114,43 @@ public:
         return ops_.count(std::string(def.type)) ? def.kernel(t) : nullptr;
     }
     std::shared_ptr<dlgraph::Buffer> allocate(std::size_t bytes) override {
+        if (allocations_left == 0) throw std::bad_alloc();
+        if (allocations_left > 0) --allocations_left;
         void* p = memory->allocate(bytes);
         std::memset(p, 0xA5, bytes);  // never zeros: a kernel must write what it reads later
         return std::make_shared<dlgraph::Buffer>(p, bytes, memory);
     }
+    // In order with the device's kernels, which run as they are called here.
     void to_device(void* dst, const void* src, std::size_t bytes) override {
         memory->check(memory->owns(dst, bytes) && !memory->owns(src, bytes), "to_device");
         std::memcpy(dst, src, bytes);
         ++to_device_copies;
-        pending = true;
     }
     void to_host(void* dst, const void* src, std::size_t bytes) override {
         memory->check(memory->owns(src, bytes) && !memory->owns(dst, bytes), "to_host");
-        std::memcpy(dst, src, bytes);
+        std::memset(dst, 0xA5, bytes);  // not there before the wait
+        queued_.push_back({dst, src, bytes});
         ++to_host_copies;
-        pending = true;
     }
     void synchronize() override {
         ++waits;
-        pending = false;
+        for (auto& q : queued_) std::memcpy(q.dst, q.src, q.bytes);
+        queued_.clear();
     }
+    std::size_t queued() const { return queued_.size(); }
 
     std::size_t to_device_copies = 0, to_host_copies = 0, waits = 0;
-    bool pending = false;
+    int allocations_left = -1;  // -1: no limit; n: allocation n + 1 throws std::bad_alloc
     std::shared_ptr<counting_memory> memory;
 
 private:
+    struct copy {
+        void* dst;
+        const void* src;
+        std::size_t bytes;
+    };
     std::set<std::string> ops_;
+    std::vector<copy> queued_;
 };
 
 // The policy. The ops it runs are set per thread before a session is made

@@ -295,3 +295,128 @@ TEST_CASE("device: plan JSON and DOT name places and copies") {
     CHECK(dot.find("mul\\n#") != std::string::npos);
     CHECK(dot.find(" on test") != std::string::npos);
 }
+
+namespace {
+
+VarDesc tensor_var(const std::string& name, DataType t, std::vector<std::int64_t> dims, bool persistable = false) {
+    VarDesc v;
+    v.name = name;
+    v.data_type = t;
+    v.dims = std::move(dims);
+    v.persistable = persistable;
+    return v;
+}
+
+OpDesc op(const std::string& type, std::vector<std::pair<std::string, std::string>> ins,
+          std::vector<std::pair<std::string, std::string>> outs, std::vector<Attribute> attrs = {}) {
+    OpDesc o;
+    o.type = type;
+    for (auto& [slot, var] : ins) o.set_input(slot, {var});
+    for (auto& [slot, var] : outs) o.set_output(slot, {var});
+    for (auto& a : attrs) o.set_attr(a);
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("device: a value copied to the host, rewritten on the device and copied again gets two copies") {
+    // #0 relu(x) -> a on the device; #1 softmax(a) on the host reads a@cpu;
+    // #2 scale(a) -> a rewrites it on the device; #3 softmax(a) needs a new
+    // copy, a@cpu.1, with a lifetime of its own.
+    ops_on_device only({"relu", "scale"});
+    ProgramDesc p;
+    p.blocks.resize(1);
+    BlockDesc& b = p.blocks[0];
+    for (auto name : {"x", "a", "s1", "s2"}) b.vars.push_back(tensor_var(name, DataType::FP64, {3, 4}));
+    b.ops.push_back(op("relu", {{"X", "x"}}, {{"Out", "a"}}));
+    b.ops.push_back(op("softmax", {{"X", "a"}}, {{"Out", "s1"}}));
+    b.ops.push_back(op("scale", {{"X", "a"}}, {{"Out", "a"}}, {Attribute::make_float("scale", -3.0)}));
+    b.ops.push_back(op("softmax", {{"X", "a"}}, {{"Out", "s2"}}));
+    xt::xarray<double> xv = {{1, -2, 3, -4}, {0.5, 0.25, -1, 2}, {-3, 3, 1, 1}};
+    Session<cpu> ref(p);
+    Session<counting_device> s(p);
+    const std::vector<TargetRef> targets{TargetRef("s1"), TargetRef("s2")};
+    for (int run = 0; run < 2; ++run) {
+        auto want = ref.eval(targets, {{"x", xv}});
+        auto got = s.eval(targets, {{"x", xv}});
+        CHECK(same_bits(got[0], want[0]));
+        CHECK(same_bits(got[1], want[1]));
+    }
+    const std::string text = describe(s.plan(targets, std::vector<std::string>{"x"}));
+    INFO(text);
+    CHECK(text.find("copy memcpy_d2h  X=a -> Out=a@cpu\n") != std::string::npos);
+    CHECK(text.find("copy memcpy_d2h  X=a -> Out=a@cpu.1\n") != std::string::npos);
+    CHECK(text.find("softmax  X=a@cpu.1 -> Out=s2\n") != std::string::npos);
+    CHECK(context_of(s.device()).memory->misplaced == 0);
+}
+
+TEST_CASE("device: a persistable the plan only writes goes back to device memory after set_scalar put it on the host") {
+    ops_on_device only({"assign"});
+    ProgramDesc p;
+    p.blocks.resize(1);
+    BlockDesc& b = p.blocks[0];
+    b.vars.push_back(tensor_var("lr", DataType::FP32, {1}, true));
+    b.vars.push_back(tensor_var("v", DataType::FP32, {1}));
+    b.ops.push_back(op("fill_constant", {}, {{"Out", "lr"}},
+                       {Attribute::make_ints("shape", {1}), Attribute::make_float("value", 0.5),
+                        Attribute::make_int("dtype", static_cast<int>(DataType::FP32))}));
+    b.ops.push_back(op("assign", {{"X", "v"}}, {{"Out", "lr"}}));  // writes lr, never reads it
+    Session<counting_device> s(p);
+    const std::vector<TargetRef> write{TargetRef::op_only(1)};
+    xt::xarray<float> v = {0.25f};
+    s.eval(write, {{"v", v}});
+    const Tensor* lr = &s.scope().find_local("lr")->get<Tensor>();
+    CHECK(lr->place() == Place::device);
+    set_scalar(s, "lr", 7.0);
+    CHECK(s.scope().find_local("lr")->get<Tensor>().place() == Place::host);
+    xt::xarray<float> w = {0.125f};
+    s.eval(write, {{"v", w}});
+    lr = &s.scope().find_local("lr")->get<Tensor>();
+    CHECK(lr->place() == Place::device);
+    CHECK(context_of(s.device()).memory->owns(lr->raw(), lr->bytes()));
+    CHECK(lr->item<float>() == 0.125f);
+}
+
+TEST_CASE("device: a run that fails leaves no device work queued; a failed allocation leaves the session working") {
+    ops_on_device only({"relu", "mul"});
+    Program p;
+    auto x = p.input<float>("x", {-1, 5});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto w = p.parameter<float>("w", {5, 3}, init::uniform(-1, 1, 9));
+    auto [prob, loss] = softmax_with_cross_entropy(relu(mul(x, w)), label);  // on the host, after a copy
+    Session<counting_device> s(p);
+    Session<cpu> ref(p);
+    auto& dev = context_of(s.device());
+    const xt::xarray<float> xv = batch(4, 11);
+    using labels_t = xt::xtensor<std::int64_t, 2>;
+    const labels_t good = {{0}, {1}, {2}, {1}}, bad = {{0}, {7}, {2}, {1}};
+    CHECK_THROWS_CONTAINING(s.eval(loss, {{x, xv}, {label, bad}}), value_error, "[dlgraph.value.label]", "label 7");
+    CHECK(dev.queued() == 0);
+    CHECK(same_bits(s.eval(TargetRef(loss), {{x, xv}, {label, good}}), ref.eval(TargetRef(loss), {{x, xv}, {label, good}})));
+
+    // A bigger batch needs bigger arenas: the device refuses the allocation.
+    const xt::xarray<float> big = batch(64, 12);
+    xt::xarray<std::int64_t> labels = xt::zeros<std::int64_t>({std::size_t(64), std::size_t(1)});
+    dev.allocations_left = 0;
+    CHECK_THROWS_AS(s.eval(loss, {{x, big}, {label, labels}}), std::bad_alloc);
+    dev.allocations_left = -1;
+    CHECK(same_bits(s.eval(TargetRef(loss), {{x, big}, {label, labels}}),
+                    ref.eval(TargetRef(loss), {{x, big}, {label, labels}})));
+    CHECK(same_bits(s.eval(TargetRef(loss), {{x, xv}, {label, good}}), ref.eval(TargetRef(loss), {{x, xv}, {label, good}})));
+    CHECK(dev.memory->misplaced == 0);
+}
+
+TEST_CASE("device: a tensor in device memory can be fed (it is copied to the host)") {
+    small_mlp n;
+    Session<counting_device> s(n.p);
+    Session<cpu> ref(n.p);
+    const xt::xarray<float> xv = batch(5, 13);
+    s.eval(n.y, {{n.x, xv}});
+    const Tensor& w = s.scope().find_local("w")->get<Tensor>();
+    REQUIRE(w.place() == Place::device);
+    Program q;
+    auto a = q.input<float>("a", {5, 4});
+    auto r = relu(a);
+    Session<cpu> plain(q);
+    CHECK(plain.eval(r, {{a, w}}) == ref.eval(relu(n.w)));
+}

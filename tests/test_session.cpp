@@ -258,6 +258,22 @@ TEST_CASE("eval_into reuses the caller's tensors and every result stays correct"
     CHECK(to_xarray<float>(kept) == xt::xarray<float>(xt::ones<float>({5}) * 3.0f));
 }
 
+TEST_CASE("a target named twice in one eval_into gets the value in both outputs, run after run") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = relu(x) * 2.0f;
+    Session<cpu> s(p);
+    const std::vector<TargetRef> targets{y, y};
+    std::vector<Tensor> out(2);
+    for (float k : {1.f, 2.f, 3.f}) {
+        xt::xarray<float> xv = {k, -k, 2 * k};
+        s.eval_into(targets, std::vector<Feed>{{x, xv}}, out);
+        const xt::xarray<float> want = {2 * k, 0, 4 * k};
+        CHECK(to_xarray<float>(out[0]) == want);
+        CHECK(to_xarray<float>(out[1]) == want);
+    }
+}
+
 TEST_CASE("eval_into_profiled gives eval_into's results and adds up each step's time") {
     Program p;
     auto x = p.input<float>("x", {-1});

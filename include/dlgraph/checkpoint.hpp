@@ -79,7 +79,6 @@ DLGRAPH_INLINE bool exchange_entries(const std::filesystem::path& a, const std::
 // A name no other save (in this or another process) uses at the same time.
 DLGRAPH_INLINE std::string checkpoint_unique_suffix();
 
-// Writes one file of a checkpoint, calling the test hook first.
 // Where a checkpoint goes: `dir` checked (a directory name; an existing one
 // must be a checkpoint or empty, not a link), its parent, and whether an old
 // checkpoint is replaced.
@@ -103,6 +102,7 @@ DLGRAPH_INLINE std::filesystem::path write_checkpoint_aside(
 // renames (the old one aside, the new one in).
 DLGRAPH_INLINE void swap_in_checkpoint(const checkpoint_target& t, const std::filesystem::path& tmp);
 
+// Writes one file of a checkpoint, calling the test hook first.
 template <class F> void checkpoint_write(const std::string& path, F&& write) {
     if (checkpoint_write_hook) checkpoint_write_hook(path);
     write();

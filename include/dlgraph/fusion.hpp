@@ -175,11 +175,16 @@ inline std::vector<std::unique_ptr<fused_chain>> bind_chains(const ExecutionPlan
         chain->scratch = std::make_unique<Buffer>(static_cast<std::size_t>(chain->block) * chain->elem *
                                                   static_cast<std::size_t>(chain->max_threads));
         for (std::size_t t = s; t <= e; ++t) chain->unfused.push_back(steps[t]);
+        chains.push_back(std::move(chain));
+    }
+    // Only once every chain exists (their allocations may throw) do the
+    // steps change: a chain's first steps become no-ops, its last runs it.
+    for (auto& chain : chains) {
+        const auto s = static_cast<std::size_t>(chain->first), e = static_cast<std::size_t>(chain->last);
         for (std::size_t t = s; t < e; ++t) steps[t].first = [](const KernelContext&) {};
         KernelContext ctx = steps[e].second;
         ctx.fused = chain.get();
         steps[e] = {[](const KernelContext& c) { run_fused(*static_cast<const fused_chain*>(c.fused)); }, ctx};
-        chains.push_back(std::move(chain));
     }
     return chains;
 }

@@ -94,8 +94,11 @@ private:
 
 // Bad data a kernel met: an integer division by zero, a label out of range.
 // Kernels never throw (they may run on worker threads or a device); they
-// record the first fault here and skip the work it spoils, and the session
-// throws it as a dlgraph error after the step (throw_fault).
+// record the first fault here (one per bound plan) and skip the work it
+// spoils, and the session throws it as a dlgraph error after the step, or,
+// for work a device runs later, after the next wait (throw_fault). A device
+// whose kernels find faults in device memory copies them here by the time
+// its synchronize() returns.
 using kernels::fault_code;
 struct KernelFault {
     std::atomic<int> code{0};
@@ -213,7 +216,9 @@ struct OpDef {
     Fusible fusible{};
     // An input the kernel can take pre-packed (mul and matmul: Y for the
     // GEMM), and how: prepack(ctx, nullptr) gives the bytes the packing
-    // needs for ctx's shapes (0: not worth it), prepack(ctx, out) writes it.
+    // needs for ctx's shapes (0: not worth it; the planner asks with a
+    // context of inputs that have shapes but no data, and no outputs),
+    // prepack(ctx, out) writes it.
     // The session packs an input that is a persistable its plan does not
     // write once per change of its value, and passes it as ctx.packed.
     int prepack_input = -1;

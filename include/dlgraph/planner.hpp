@@ -56,7 +56,7 @@ struct PlannedValue {
     Place place = Place::host;    // where it lives
     int copy_of = -1;             // a copy the plan made: the value it copies
     int first_step = INT_MAX;     // first step that writes it
-    int last_step = -1;           // last step that reads it (INT_MAX for targets)
+    int last_step = -1;           // last step that reads or writes it (INT_MAX for targets)
     bool written = false;         // some step of the plan writes it
     bool target = false;
     // Lives in the plan's arena: an intermediate tensor a step writes.
@@ -87,9 +87,9 @@ struct PlannedStep {
 // it, both included, so an op's output shares memory with none of its
 // inputs, with one exception (`in_place`): an element-wise op
 // (OpDef::fusible, z[i] from x[i] and y[i] or y[0]) writes over its X when X
-// is an intermediate of the output's dtype and size that nothing reads after
-// it; the two then hold one place in the arena (and count once in
-// lower_bound).
+// is an intermediate in the same place, of the output's dtype and size, that
+// nothing reads after it; the two then hold one place in the arena (and
+// count once in lower_bound).
 struct MemoryFigures {
     std::size_t arena_bytes = 0;      // what the plan allocates for intermediates here
     std::size_t unshared_bytes = 0;   // what one buffer per intermediate would take
@@ -335,9 +335,9 @@ DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const p
                              std::vector<int>& vals, std::vector<std::uint16_t>& off) {
             off.push_back(0);
             for (auto& sd : defs) {
-                for (auto& s : slots)
-                    if (s.parameter == sd.name)
-                        for (auto& a : s.arguments) vals.push_back(value(a));
+                auto s = std::find_if(slots.begin(), slots.end(), [&](const OpSlot& x) { return x.parameter == sd.name; });
+                if (s != slots.end())
+                    for (auto& a : s->arguments) vals.push_back(value(a));
                 off.push_back(static_cast<std::uint16_t>(vals.size()));
             }
         };
@@ -381,83 +381,117 @@ DLGRAPH_INLINE void place_steps(ExecutionPlan& plan, const DeviceContext& device
 // place for as long as the value is not written again; a step that writes
 // a value living elsewhere writes a copy in its own place, which is then
 // copied back. Targets living on the device are copied to the host at the
-// end, and the copy is what the caller gets.
-DLGRAPH_INLINE void insert_copies(ExecutionPlan& plan, const std::string& device_name) {
-    const OpDef& h2d = lookup_op("memcpy_h2d", "planner");
-    const OpDef& d2h = lookup_op("memcpy_d2h", "planner");
-    const std::size_t nv = plan.values.size();
-    for (std::size_t v = 0; v < nv; ++v) {
-        PlannedValue& pv = plan.values[v];
-        pv.place = pv.kind == ValueKind::persistable && pv.type == VarType::LOD_TENSOR ? Place::device : Place::host;
+// end, and the copy is what the caller gets. Copies are values of their own
+// (named "x@cpu", "x@cuda", with ".1", ".2", ... when a value is copied to
+// one place more than once), so each has its own lifetime in the arena.
+class copy_router {
+public:
+    copy_router(ExecutionPlan& plan, std::string device_name)
+        : plan_(plan), device_name_(std::move(device_name)), h2d_(lookup_op("memcpy_h2d", "planner")),
+          d2h_(lookup_op("memcpy_d2h", "planner")), current_(plan.values.size(), {-1, -1}) {}
+
+    void route() {
+        set_homes();
+        std::vector<PlannedStep> steps;
+        for (auto& st : plan_.steps) route_step(std::move(st), steps);
+        copy_targets(steps);
+        plan_.steps = std::move(steps);
     }
-    std::vector<bool> placed(nv, false);
-    for (auto& st : plan.steps)
-        for (int v : st.outs)
-            if (plan.values[static_cast<std::size_t>(v)].kind == ValueKind::intermediate && !placed[static_cast<std::size_t>(v)]) {
-                plan.values[static_cast<std::size_t>(v)].place = st.place;
-                placed[static_cast<std::size_t>(v)] = true;
+
+private:
+    // Where each value lives: persistable tensors on the device, feeds and
+    // lists on the host, an intermediate where its first writer runs.
+    void set_homes() {
+        std::vector<bool> placed(plan_.values.size(), false);
+        for (auto& pv : plan_.values)
+            pv.place = pv.kind == ValueKind::persistable && pv.type == VarType::LOD_TENSOR ? Place::device : Place::host;
+        for (auto& st : plan_.steps)
+            for (int v : st.outs)
+                if (value(v).kind == ValueKind::intermediate && !placed[static_cast<std::size_t>(v)]) {
+                    value(v).place = st.place;
+                    placed[static_cast<std::size_t>(v)] = true;
+                }
+    }
+
+    // Appends step `st` to `out`, reading and writing copies where its
+    // values live elsewhere, with the copies it needs before and after.
+    void route_step(PlannedStep st, std::vector<PlannedStep>& out) {
+        std::vector<std::pair<int, int>> read;  // value -> the copy this step reads
+        for (int& v : st.ins) {
+            if (value(v).place == st.place) continue;
+            int& c = current(v, st.place);
+            if (c < 0) {
+                c = new_copy(v, st.place);
+                out.push_back(copy_step(v, c));
             }
-    // copy[v][place]: a value holding v's current value in that place, or -1.
-    std::vector<std::array<int, num_places>> copy(nv, {-1, -1});
-    auto new_copy = [&](int v, Place where) {
-        PlannedValue c = plan.values[static_cast<std::size_t>(v)];
-        c.name += "@" + (where == Place::device ? device_name : std::string(cpu::name));
+            read.emplace_back(v, c);
+            v = c;
+        }
+        std::vector<PlannedStep> back;
+        for (int& v : st.outs) {
+            const int orig = v;
+            if (value(orig).place != st.place) {
+                // An op that updates a value in place (ParamOut = Param)
+                // writes the copy it read; else a fresh copy.
+                auto it = std::find_if(read.begin(), read.end(), [&](auto& r) { return r.first == orig; });
+                v = it != read.end() ? it->second : new_copy(orig, st.place);
+                back.push_back(copy_step(v, orig));
+            }
+            // Written: every other place's copy is stale; this step's place holds the value.
+            current_[static_cast<std::size_t>(orig)] = {-1, -1};
+            if (v != orig) current(orig, st.place) = v;
+        }
+        out.push_back(std::move(st));
+        for (auto& c : back) out.push_back(std::move(c));
+    }
+
+    void copy_targets(std::vector<PlannedStep>& out) {
+        for (int& v : plan_.target_values) {
+            if (v < 0 || value(v).place == Place::host) continue;
+            int& c = current(v, Place::host);
+            if (c < 0) {
+                c = new_copy(v, Place::host);
+                out.push_back(copy_step(v, c));
+            }
+            v = c;
+        }
+    }
+
+    int new_copy(int v, Place where) {
+        PlannedValue c = value(v);
+        const std::string base = c.name + "@" + (where == Place::device ? device_name_ : std::string(cpu::name));
+        const int n = copies_[base]++;
+        c.name = n == 0 ? base : base + "." + std::to_string(n);
         c.kind = ValueKind::intermediate;
         c.place = where;
         c.copy_of = v;
         c.target = false;
-        plan.values.push_back(std::move(c));
-        return static_cast<int>(plan.values.size()) - 1;
-    };
-    auto copy_step = [&](int from, int to) {
+        plan_.values.push_back(std::move(c));
+        return static_cast<int>(plan_.values.size()) - 1;
+    }
+
+    PlannedStep copy_step(int from, int to) {
         PlannedStep c;
-        c.def = plan.values[static_cast<std::size_t>(to)].place == Place::device ? &h2d : &d2h;
-        c.place = Place::device;
+        c.def = value(to).place == Place::device ? &h2d_ : &d2h_;
+        c.place = Place::device;  // queued on the device, either way
         c.ins = {from};
         c.outs = {to};
         c.in_off = {0, 1};
         c.out_off = {0, 1};
-        c.label = std::string(c.def->type) + " (" + plan.values[static_cast<std::size_t>(from)].name + ")";
+        c.label = std::string(c.def->type) + " (" + value(from).name + ")";
         return c;
-    };
-    std::vector<PlannedStep> steps;
-    for (auto& st : plan.steps) {
-        std::vector<PlannedStep> after;
-        std::vector<std::pair<int, int>> local;  // value -> its copy this step uses
-        for (int& v : st.ins) {
-            if (plan.values[static_cast<std::size_t>(v)].place == st.place) continue;
-            int& c = copy[static_cast<std::size_t>(v)][static_cast<int>(st.place)];
-            if (c < 0) {
-                c = new_copy(v, st.place);
-                steps.push_back(copy_step(v, c));
-            }
-            local.emplace_back(v, c);
-            v = c;
-        }
-        for (int& v : st.outs) {
-            const int orig = v;
-            if (plan.values[static_cast<std::size_t>(orig)].place != st.place) {
-                auto it = std::find_if(local.begin(), local.end(), [&](auto& l) { return l.first == orig; });
-                v = it != local.end() ? it->second : new_copy(orig, st.place);  // in place: the copy it read
-                after.push_back(copy_step(v, orig));
-            }
-            copy[static_cast<std::size_t>(orig)] = {-1, -1};
-            if (v != orig) copy[static_cast<std::size_t>(orig)][static_cast<int>(st.place)] = v;
-        }
-        steps.push_back(std::move(st));
-        for (auto& c : after) steps.push_back(std::move(c));
     }
-    for (int& v : plan.target_values) {
-        if (v < 0 || plan.values[static_cast<std::size_t>(v)].place == Place::host) continue;
-        int& c = copy[static_cast<std::size_t>(v)][static_cast<int>(Place::host)];
-        if (c < 0) {
-            c = new_copy(v, Place::host);
-            steps.push_back(copy_step(v, c));
-        }
-        v = c;
-    }
-    plan.steps = std::move(steps);
-}
+
+    PlannedValue& value(int v) { return plan_.values[static_cast<std::size_t>(v)]; }
+    // The value holding v's current value in place `where`, or -1.
+    int& current(int v, Place where) { return current_[static_cast<std::size_t>(v)][static_cast<std::size_t>(where)]; }
+
+    ExecutionPlan& plan_;
+    std::string device_name_;
+    const OpDef &h2d_, &d2h_;
+    std::vector<std::array<int, num_places>> current_;  // per original value
+    std::map<std::string, int, std::less<>> copies_;    // copies made per name, for unique names
+};
 
 // Pass 5: who writes what, the first write and the last read of each value;
 // targets live to the end.
@@ -508,7 +542,7 @@ DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<con
     detail::add_steps(plan, blk, detail::prune(blk, targets, fed_set), fed_set);
     if (device) {
         detail::place_steps(plan, *device);
-        detail::insert_copies(plan, plan.device);
+        detail::copy_router(plan, plan.device).route();
     }
     detail::set_lifetimes(plan);
     return plan;
@@ -572,21 +606,22 @@ DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m) {
 
 namespace dlgraph::detail {
 
-// in_place: host[v] is the value whose memory v takes over, or -1.
-DLGRAPH_INLINE std::vector<int> in_place_hosts(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
-    std::vector<int> host(p.values.size(), -1);
+// in_place: shares[v] is the value whose memory v takes over, or -1.
+DLGRAPH_INLINE std::vector<int> in_place_sharing(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+    std::vector<int> shares(p.values.size(), -1);
     auto shared_value = [&](std::size_t v) { return p.values[v].in_arena() && !p.values[v].target; };
     for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
         const PlannedStep& st = p.steps[static_cast<std::size_t>(s)];
         if (!st.def->fusible.arity || st.outs.empty() || st.ins.empty() || st.in_off[1] == st.in_off[0]) continue;
         const auto o = static_cast<std::size_t>(st.outs[0]), x = static_cast<std::size_t>(st.ins[st.in_off[0]]);
-        if (!shared_value(o) || !shared_value(x) || p.values[x].last_step != s || p.values[x].first_step >= s) continue;
+        if (o == x || !shared_value(o) || !shared_value(x) || p.values[x].last_step != s || p.values[x].first_step >= s)
+            continue;
         if (p.values[x].place != p.values[o].place) continue;
         if (metas[x].dtype != metas[o].dtype || meta_bytes(metas[x]) != meta_bytes(metas[o]) || !meta_bytes(metas[o]))
             continue;
-        host[o] = static_cast<int>(x);
+        shares[o] = static_cast<int>(x);
     }
-    return host;
+    return shares;
 }
 
 // Greedy placement by size in one shared buffer (TFLite's arena planner).
@@ -631,9 +666,9 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         m.slot_bytes.push_back(0);
         m.slot_place.push_back(static_cast<Place>(s));
     }
-    const std::vector<int> host = in_place ? detail::in_place_hosts(p, metas) : std::vector<int>(nv, -1);
+    const std::vector<int> shares = in_place ? detail::in_place_sharing(p, metas) : std::vector<int>(nv, -1);
     auto root_of = [&](std::size_t v) {
-        while (host[v] >= 0) v = static_cast<std::size_t>(host[v]);
+        while (shares[v] >= 0) v = static_cast<std::size_t>(shares[v]);
         return v;
     };
     // Values that share memory form chains x -> o -> ...; each chain is
@@ -652,7 +687,7 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
             continue;
         }
         root[v] = static_cast<int>(root_of(v));
-        if (host[v] >= 0) continue;
+        if (shares[v] >= 0) continue;
         // Cache-line aligned from 1 KiB on (a vector load across two lines
         // costs streaming kernels); small values pack at 16 bytes.
         const std::size_t align = bytes >= 1024 ? buffer_alignment : 16;
@@ -662,7 +697,7 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
                         std::max(pv.last_step, pv.first_step)});
     }
     for (std::size_t v = 0; v < nv; ++v)  // a chain is live until its last member dies
-        if (host[v] >= 0) {
+        if (shares[v] >= 0) {
             const auto r = static_cast<std::size_t>(root[v]);
             auto& it = items[static_cast<std::size_t>(p.values[r].place)][static_cast<std::size_t>(item_of[r])];
             it.last = std::max({it.last, p.values[v].last_step, p.values[v].first_step});
@@ -676,7 +711,7 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         }
     }
     for (std::size_t v = 0; v < nv; ++v)
-        if (root[v] >= 0 && host[v] >= 0) {
+        if (root[v] >= 0 && shares[v] >= 0) {
             m.value_slot[v] = m.value_slot[static_cast<std::size_t>(root[v])];
             m.value_offset[v] = m.value_offset[static_cast<std::size_t>(root[v])];
         }
@@ -690,8 +725,8 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         for (std::size_t v = 0; v < nv; ++v) {
             const PlannedValue& pv = p.values[v];
             if (pv.in_arena() && pv.first_step <= s && (std::max(pv.last_step, pv.first_step) >= s || pv.target)) {
-                const bool hosted_here = host[v] >= 0 && pv.first_step == s;  // its host is live and counted
-                if (!hosted_here) live[static_cast<int>(pv.place)] += meta_bytes(metas[v]);
+                const bool shared_here = shares[v] >= 0 && pv.first_step == s;  // the value it shares is live and counted
+                if (!shared_here) live[static_cast<int>(pv.place)] += meta_bytes(metas[v]);
             }
         }
         for (int pl = 0; pl < num_places; ++pl)

@@ -72,7 +72,14 @@ public:
     const Scalar& scalar() const { return scalar_; }
 
 private:
-    static Tensor as_tensor(const Tensor& t) { return Tensor::borrow(t.dtype(), t.shape(), t.raw()); }
+    // A host tensor is read in place; a device tensor (from a device
+    // session's scope) is copied to the host, where feeds live.
+    static Tensor as_tensor(const Tensor& t) {
+        if (t.place() == Place::host) return Tensor::borrow(t.dtype(), t.shape(), t.raw());
+        Tensor h;
+        h.copy_from(t);
+        return h;
+    }
     static Tensor as_tensor(Tensor&& t) { return std::move(t); }
     template <class A> static Tensor as_tensor(const A& a) requires requires { tensor_view_of(a); } {
         return tensor_view_of(a);
@@ -132,6 +139,7 @@ public:
 
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
+    ~Session() { wait_quietly(); }
 
     // Evaluates one target; returns a copy of its value (an empty tensor for
     // an op target).
@@ -192,7 +200,9 @@ public:
     std::vector<int> packed_steps(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // The cached plan for these targets and fed names (planned if needed;
-    // shaped once it has run).
+    // shaped once it has run). The reference stays valid until the plans
+    // are dropped, and its shaped part changes when a run reshapes it: do
+    // not read it while another thread evaluates in this session.
     const ExecutionPlan& plan(std::span<const TargetRef> targets, std::span<const std::string> fed);
 
     // The session's device context; null for Session<cpu>.
@@ -235,7 +245,8 @@ private:
         std::vector<std::shared_ptr<Buffer>> arena;  // per slot of the memory plan
         std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
         std::vector<Variable*> written_persistables;              // touched after each run
-        std::vector<int> device_reads;         // scope reads that live on the device
+        std::vector<int> device_reads;         // persistables read from the scope that live on the device
+        std::vector<int> device_writes;        // persistables the plan writes without reading, on the device
         std::vector<std::uint8_t> wait_before; // per step: a host step after device work waits for it
         bool wait_at_end = false;              // device work is queued after the last host step
         struct packed_input {
@@ -267,8 +278,8 @@ private:
     }
     static bool same_fed(const ExecutionPlan& p, std::span<const std::string> fed) {
         if (p.fed.size() != fed.size()) return false;
-        for (auto& f : fed)
-            if (std::find(p.fed.begin(), p.fed.end(), f) == p.fed.end()) return false;
+        for (auto& n : p.fed)
+            if (std::find(fed.begin(), fed.end(), n) == fed.end()) return false;
         return true;
     }
 
@@ -303,6 +314,26 @@ private:
     // Puts `t` (a persistable that lives on the device) into device memory
     // when it holds a value on the host (set or loaded there).
     void upload(Tensor& t);
+
+    // Uploads the device persistables the plan reads that hold a host value
+    // (set_scalar, load_checkpoint put values there); false when one the plan
+    // only writes is not in device memory, so the plan must bind it again.
+    bool device_persistables_in_place(bound_plan& bp);
+
+    // The steps of a run with a device or with timing: waits before host
+    // steps after device work and at the end, fault checks after each step
+    // and each wait.
+    void run_steps(bound_plan& bp, std::chrono::nanoseconds* step_time);
+
+    // Waits for the device's queued work, ignoring its errors (a run that
+    // failed, close, destruction: nothing may still use the buffers).
+    void wait_quietly() noexcept {
+        if (!device_) return;
+        try {
+            device_->synchronize();
+        } catch (...) {
+        }
+    }
 
     bool signature_matches(const bound_plan& bp) const;
 
@@ -393,6 +424,7 @@ auto Session<Device>::initialize_persistables() -> void {
 template <device_policy Device>
 auto Session<Device>::close() -> void {
     std::lock_guard lock(mu_);
+    wait_quietly();
     plans_.clear();
     root_.reset();
 }
@@ -461,6 +493,10 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
             bp->written_persistables.push_back(bp->vars[v]);
     for (int v : p.scope_reads)
         if (p.values[static_cast<std::size_t>(v)].place == Place::device) bp->device_reads.push_back(v);
+    for (std::size_t v = 0; v < p.values.size(); ++v)
+        if (p.values[v].kind == ValueKind::persistable && p.values[v].place == Place::device && p.values[v].written &&
+            std::find(p.scope_reads.begin(), p.scope_reads.end(), static_cast<int>(v)) == p.scope_reads.end())
+            bp->device_writes.push_back(static_cast<int>(v));
     bool device_work = false;  // queued since the last wait
     for (auto& st : p.steps) {
         bp->wait_before.push_back(st.place == Place::host && device_work);
@@ -594,6 +630,9 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
         }
     shape_plan(p, std::move(metas), std::move(known), device_.get(),
                PlanOptions{opts_.fuse, opts_.in_place, opts_.prepack}, &bp.vars);
+    // Unshaped until everything below is bound: if an allocation fails, the
+    // next call reshapes and binds again rather than run a half-bound plan.
+    p.shaped = false;
     // Commit: arena buffers, bindings, kernels.
     const MemoryPlan& mem = p.memory;
     if (bp.arena.size() < mem.slot_bytes.size()) bp.arena.resize(mem.slot_bytes.size());
@@ -609,11 +648,10 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
             t.bind(bp.arena[static_cast<std::size_t>(mem.value_slot[v])], m.dtype, m.shape, mem.value_offset[v]);
         } else if (pv.place == Place::host) {
             t.resize(m.dtype, m.shape);
-        } else if (t.place() != Place::device || t.capacity() < meta_bytes(m) || !t.buffer() ||
-                   t.raw() != t.buffer()->data()) {
+        } else if (t.place() == Place::device && t.capacity() >= meta_bytes(m) && t.raw() == t.buffer()->data()) {
+            t.bind(t.buffer(), m.dtype, m.shape);  // a device persistable keeps its buffer and its value
+        } else {  // its first write, a value put on the host, or too small
             t.bind(allocate(Place::device, meta_bytes(m)), m.dtype, m.shape);
-        } else {
-            t.bind(t.buffer(), m.dtype, m.shape);
         }
     }
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
@@ -627,6 +665,7 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     bp.fused = detail::bind_chains(p, bp.steps);
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
         bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
+    p.shaped = true;
 }
 
 template <device_policy Device>
@@ -668,8 +707,7 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
     bind_feeds(bp, feeds);  // checks feeds before anything else changes
     const parallelism_scope threads(opts_.threads);
     initialize(bp);
-    for (int v : bp.device_reads)
-        if (Tensor& t = *bp.tensors[static_cast<std::size_t>(v)]; t.initialized() && t.place() != Place::device) upload(t);
+    if (device_ && !device_persistables_in_place(bp)) bp.plan.shaped = false;  // rebind them
     if (!signature_matches(bp)) shape_pass(bp);
     for (auto& pk : bp.packed)
         if (pk.var->generation() != pk.generation) {
@@ -677,30 +715,64 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
             pk.generation = pk.var->generation();
         }
     bp.fault.clear();
+    // Persistables the plan writes count as changed (Variable::generation)
+    // even when a later step fails: earlier steps may have written them.
+    struct touch_on_exit {
+        const std::vector<Variable*>& vars;
+        ~touch_on_exit() {
+            for (Variable* v : vars) v->touch();
+        }
+    } touch{bp.written_persistables};
     const std::size_t n = bp.steps.size();
-    if (!device_ && !step_time) {
+    if (!device_ && !step_time) {  // the CPU's loop: one kernel call and one fault test per step
         for (std::size_t s = 0; s < n; ++s) {
             bp.steps[s].first(bp.steps[s].second);
             if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
         }
-    } else {
-        using clock = std::chrono::steady_clock;
-        for (std::size_t s = 0; s < n; ++s) {
-            if (bp.wait_before[s]) device_->synchronize();
-            const auto t0 = step_time ? clock::now() : clock::time_point();
-            bp.steps[s].first(bp.steps[s].second);
-            if (step_time) step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
-            if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
+    } else {  // with a device (waits before host steps), or timing each step
+        try {
+            run_steps(bp, step_time);
+        } catch (...) {
+            wait_quietly();  // no queued work may outlive the buffers it uses
+            throw;
         }
-        if (bp.wait_at_end) device_->synchronize();
     }
-    for (Variable* v : bp.written_persistables) v->touch();
     const ExecutionPlan& p = bp.plan;
     for (std::size_t i = 0; i < out.size(); ++i) {
-        int v = p.target_values[i];
+        const int v = p.target_values[i];
+        std::size_t first = 0;  // a target named twice: the second gets a copy of the first
+        while (first < i && p.target_values[first] != v) ++first;
         if (v < 0) out[i].reset();
+        else if (first < i) out[i].copy_from(out[first]);
         else hand_out(bp, v, out[i]);
     }
+}
+
+template <device_policy Device>
+auto Session<Device>::run_steps(bound_plan& bp, std::chrono::nanoseconds* step_time) -> void {
+    using clock = std::chrono::steady_clock;
+    // A fault a device records while its work runs is known after a wait.
+    auto wait = [&] {
+        device_->synchronize();
+        if (bp.fault.failed()) throw_fault(bp.fault, "a step on " + bp.plan.device);
+    };
+    for (std::size_t s = 0; s < bp.steps.size(); ++s) {
+        if (bp.wait_before[s]) wait();
+        const auto t0 = step_time ? clock::now() : clock::time_point();
+        bp.steps[s].first(bp.steps[s].second);
+        if (step_time) step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+        if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
+    }
+    if (bp.wait_at_end) wait();
+}
+
+template <device_policy Device>
+auto Session<Device>::device_persistables_in_place(bound_plan& bp) -> bool {
+    for (int v : bp.device_reads)
+        if (Tensor& t = *bp.tensors[static_cast<std::size_t>(v)]; t.initialized() && t.place() != Place::device) upload(t);
+    for (int v : bp.device_writes)
+        if (bp.tensors[static_cast<std::size_t>(v)]->place() != Place::device) return false;
+    return true;
 }
 
 template <device_policy Device>
@@ -708,7 +780,7 @@ auto Session<Device>::hand_out(bound_plan& bp, int v, Tensor& dst) -> void {
     const PlannedValue& pv = bp.plan.values[static_cast<std::size_t>(v)];
     Tensor& src = *bp.tensors[static_cast<std::size_t>(v)];
     const bool swappable = pv.in_arena() && src.buffer() && src.place() == Place::host && dst.place() == Place::host &&
-                           src.buffer() && dst.buffer() && dst.buffer().use_count() == 1 &&
+                           dst.buffer() && dst.buffer().use_count() == 1 &&
                            dst.capacity() >= src.bytes() &&
                            dst.capacity() <= 2 * std::max<std::size_t>(src.bytes(), buffer_alignment);
     if (!swappable) return dst.copy_from(src);

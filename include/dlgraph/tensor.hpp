@@ -3,6 +3,7 @@
 // deep: a Tensor handed to a user is a value, never a view into a scope.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -39,9 +40,11 @@ public:
         if (align_ == huge_page_bytes) ::madvise(data_, round_up(bytes, align_), MADV_HUGEPAGE);  // a hint: failure is fine
 #endif
     }
-    // `bytes` at `data` of device memory that `owner` gives back.
+    // `bytes` at `data` of device memory that `owner` (never null) gives back.
     Buffer(void* data, std::size_t bytes, std::shared_ptr<DeviceMemory> owner)
-        : data_(data), bytes_(bytes), align_(0), owner_(std::move(owner)) {}
+        : data_(data), bytes_(bytes), align_(0), owner_(std::move(owner)) {
+        assert(owner_ && "device memory needs its owner");
+    }
     ~Buffer() {
         if (owner_) owner_->release(data_, bytes_);
         else if (data_) ::operator delete(data_, std::align_val_t{align_});
