@@ -148,4 +148,38 @@ static void BM_five_op_chain_vs_loops(benchmark::State& state) {
 }
 BENCHMARK(BM_five_op_chain_vs_loops)->ArgName("threads")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Loading, validating and planning large programs from JSON (the hostile-
+// input issue's linear-time cases): a chain of N relu ops, and a split into
+// N outputs. Each iteration parses, validates, plans and runs once.
+static std::string chain_json(int n) {
+    Program p;
+    auto x = p.constant<float>(1.0f, {4});
+    Var<float> h = x;
+    for (int i = 0; i < n; ++i) h = relu(h);
+    return p.to_json();
+}
+static void BM_load_plan_run_chain(benchmark::State& state) {
+    const std::string text = chain_json(static_cast<int>(state.range(0)));
+    const std::string last = "relu_" + std::to_string(state.range(0) - 1);
+    for (auto _ : state) {
+        Session<cpu> s(load_program(text));
+        benchmark::DoNotOptimize(s.eval(TargetRef(last)).raw());
+    }
+    state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_load_plan_run_chain)->Arg(10'000)->Arg(40'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+static void BM_load_plan_run_split(benchmark::State& state) {
+    const int n = static_cast<int>(state.range(0));
+    Program p;
+    auto x = p.constant<float>(1.0f, {n});
+    auto parts = split(x, n, 0);
+    const std::string text = p.to_json(), first = parts[0].name();
+    for (auto _ : state) {
+        Session<cpu> s(load_program(text));
+        benchmark::DoNotOptimize(s.eval(TargetRef(first)).raw());
+    }
+}
+BENCHMARK(BM_load_plan_run_split)->Arg(65'537)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 BENCHMARK_MAIN();

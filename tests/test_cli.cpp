@@ -494,3 +494,35 @@ TEST_CASE("cli: bench errors: one line on stderr with the right id" * doctest::s
     write_npy(n.x_file, fp32({3, 2}, {1, 2, 3, 4, 5, 6}));
     check_error(run_cli(n.dir, base), "dlgraph.shape.feed", "'x'");
 }
+
+TEST_CASE("cli: --max-memory refuses a plan that needs more; --lenient drops Paddle's framework attributes" *
+          doctest::skip(no_cli)) {
+    CliNet n;
+    const std::string o = " --out " + q(n.dir.file("o"));
+    // x is [2,3] FP32: 24 bytes per value.
+    check_error(run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0 --max-memory 16" + o),
+                "dlgraph.resource.size", "more than the limit of 16 bytes");
+    auto ok = run_cli(n.dir, "run " + q(n.program) + " --feed x=" + q(n.x_file) + " --fetch relu_0 --max-memory=1K" + o);
+    INFO("stderr: " << ok.err);
+    CHECK(ok.status == 0);
+    for (std::string bad : {"0", "12Q", "-5", "99999999999T", "1.5G"})
+        check_error(run_cli(n.dir, "run " + q(n.program) + " --fetch relu_0 --max-memory " + q(bad)), "dlgraph.cli.usage",
+                    "needs a size in bytes");
+    check_error(run_cli(n.dir, "inspect " + q(n.program) + " --max-memory 1G"), "dlgraph.cli.usage",
+                "does not take option '--max-memory'");
+
+    // The same program with attributes PaddlePaddle's exporter adds.
+    json j = json::parse(read_file_bytes(n.program));
+    for (auto& op : j["blocks"][0]["ops"]) {
+        op["attrs"].push_back({{"name", "op_role"}, {"type", "INT"}, {"i", 0}});
+        op["attrs"].push_back({{"name", "op_namescope"}, {"type", "STRING"}, {"s", "/"}});
+    }
+    const std::string paddle = n.dir.file("paddle.json");
+    write_file_bytes(paddle, j.dump());
+    check_error(run_cli(n.dir, "inspect " + q(paddle)), "dlgraph.format.attr", "has no attribute 'op_role'");
+    auto lenient = run_cli(n.dir, "run " + q(paddle) + " --lenient --feed x=" + q(n.x_file) + " --fetch relu_0" + o);
+    INFO("stderr: " << lenient.err);
+    REQUIRE(lenient.status == 0);
+    CHECK(lenient.err == "dlgraph: note: --lenient ignored these attributes: op_namescope, op_role\n");
+    check_close(read_npy((fs::path(n.dir.file("o")) / "relu_0.npy").string()), n.expected({0.5f, 0.5f, 0.5f}, {0.25f, 0.25f, 0.25f}));
+}

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <numeric>
 #include <set>
 #include <string>
@@ -56,6 +57,12 @@ constexpr const char* usage_text =
     "  help, --help\n"
     "      Print this text.\n"
     "\n"
+    "Every command takes --lenient: drop the attributes PaddlePaddle's framework puts on ops\n"
+    "(op_role, op_callstack, use_mkldnn, ...) where the op has no such attribute, and name them\n"
+    "once on stderr; without it such an attribute is an error. run and bench take\n"
+    "--max-memory SIZE (bytes, or with a K, M, G or T suffix; default: the machine's memory):\n"
+    "a value or plan buffer larger than that is an error before anything is allocated.\n"
+    "\n"
     "Without --feed, plan and dot treat the program's inputs (variables that ops read but no op\n"
     "writes, not persistable) as fed. Variable names in file names are escaped: bytes outside\n"
     "[A-Za-z0-9._-] become %XX (uppercase hex), e.g. fc_0.w@GRAD -> fc_0.w%40GRAD.npy.\n"
@@ -79,7 +86,32 @@ struct Args {
     int threads = 1, runs = 100, warmup = 5;  // bench
     bool has_params = false, has_out = false, has_output = false, has_backward = false, json = false;
     bool has_threads = false, has_runs = false, has_warmup = false;
+    bool lenient = false, has_max_memory = false;
+    std::uint64_t max_memory = physical_memory_bytes();
 };
+
+// "512M", "2G", "1048576": bytes, with an optional binary suffix.
+std::uint64_t size_option(const std::string& opt, const std::string& value) {
+    std::uint64_t n = 0;
+    const char* end = value.data() + value.size();
+    const auto [at, ec] = std::from_chars(value.data(), end, n);
+    std::uint64_t unit = 1;
+    if (ec == std::errc() && at + 1 == end) {
+        switch (*at) {
+            case 'K': unit = 1ull << 10; break;
+            case 'M': unit = 1ull << 20; break;
+            case 'G': unit = 1ull << 30; break;
+            case 'T': unit = 1ull << 40; break;
+            default: unit = 0;
+        }
+    } else if (ec != std::errc() || at != end) {
+        unit = 0;
+    }
+    if (unit == 0 || n == 0 || n > max_shape_bytes / unit)
+        usage_fail("option " + opt + " needs a size in bytes (with an optional K, M, G or T suffix) from 1 to " +
+                   std::to_string(max_shape_bytes) + ", not '" + value + "'");
+    return n * unit;
+}
 
 // A whole decimal number in [lo, hi] given to option `opt`.
 int count_option(const std::string& opt, const std::string& value, int lo, int hi) {
@@ -98,11 +130,12 @@ Args parse_args(int argc, char** argv) {
     if (!commands.count(a.command)) usage_fail("unknown command '" + a.command + "'");
     // Options each command takes.
     std::set<std::string> allowed;
-    if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out", "--backward"};
+    if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out", "--backward", "--max-memory"};
     if (a.command == "bench")
-        allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json"};
+        allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json", "--max-memory"};
     if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward"};
     if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output", "--backward"};
+    allowed.insert("--lenient");
 
     for (int i = 2; i < argc; ++i) {
         std::string arg = argv[i];
@@ -115,9 +148,9 @@ Args parse_args(int argc, char** argv) {
                 inline_value = true;
             }
             if (!allowed.count(opt)) usage_fail("'" + a.command + "' does not take option '" + opt + "'");
-            if (opt == "--json") {
-                if (inline_value) usage_fail("option --json takes no value");
-                a.json = true;
+            if (opt == "--json" || opt == "--lenient") {
+                if (inline_value) usage_fail("option " + opt + " takes no value");
+                (opt == "--json" ? a.json : a.lenient) = true;
                 continue;
             }
             if (!inline_value) {
@@ -143,6 +176,11 @@ Args parse_args(int argc, char** argv) {
             else if (opt == "--threads") once_count(a.has_threads, a.threads, 0, 1024);
             else if (opt == "--runs") once_count(a.has_runs, a.runs, 1, 10'000'000);
             else if (opt == "--warmup") once_count(a.has_warmup, a.warmup, 0, 10'000'000);
+            else if (opt == "--max-memory") {
+                if (a.has_max_memory) usage_fail("option " + opt + " is given twice");
+                a.has_max_memory = true;
+                a.max_memory = size_option(opt, value);
+            }
             else once(a.has_output, a.output);  // -o, --output
         } else {
             if (!a.program.empty()) usage_fail("unexpected argument '" + arg + "'");
@@ -291,11 +329,31 @@ void check_against(const VarDesc& vd, const Tensor& t, const std::string& what, 
                                         "' is declared " + dims_text(vd.dims));
 }
 
+// The program file, loaded leniently with --lenient (naming what it dropped).
+ProgramDesc load_program_arg(const Args& a) {
+    std::vector<std::string> ignored;
+    ProgramDesc desc = load_program_file(a.program, LoadOptions{a.lenient, &ignored});
+    if (!ignored.empty()) {
+        std::string names;
+        for (auto& n : ignored) names += (names.empty() ? "" : ", ") + n;
+        std::cerr << "dlgraph: note: --lenient ignored these attributes: " << names << std::endl;
+    }
+    return desc;
+}
+
+// The session's options from the command line.
+SessionOptions session_options(const Args& a) {
+    SessionOptions opts;
+    opts.threads = a.threads;
+    opts.max_bytes = a.max_memory;
+    return opts;
+}
+
 // The program file with, for --backward LOSS, the backward pass of LOSS
 // appended for every persistable FP32/FP64 tensor (so that W@GRAD can be
 // fetched). A fetched NAME@GRAD that the pass did not create is explained.
 ProgramDesc load_for(const Args& a) {
-    ProgramDesc desc = load_program_file(a.program);
+    ProgramDesc desc = load_program_arg(a);
     if (!a.has_backward) return desc;
     std::set<std::string> params;
     for (auto& v : desc.blocks.at(0).vars)
@@ -353,7 +411,7 @@ int cmd_run(const Args& a) {
     ProgramDesc desc = load_for(a);
     const auto [fed_names, fed_values] = read_feeds(a.feed);
     const auto targets = fetch_targets(a.fetch);
-    Session<cpu> session(std::move(desc));
+    Session<cpu> session(std::move(desc), session_options(a));
     if (a.has_params) load_params(session, session.plan(targets, fed_names), a.params);
 
     std::vector<Feed> feeds;
@@ -442,13 +500,11 @@ std::vector<OpTime> time_per_op(const ExecutionPlan& plan, const std::vector<std
 
 BenchResult run_bench(const Args& a) {
     BenchResult r;
-    ProgramDesc desc = load_program_file(a.program);
+    ProgramDesc desc = load_program_arg(a);
     std::tie(r.fed, r.fed_values) = read_feeds(a.feed);
     const auto targets = fetch_targets(a.fetch);
     for (auto& t : targets) r.fetch.push_back(t.var);
-    SessionOptions opts;
-    opts.threads = a.threads;
-    Session<cpu> session(std::move(desc), opts);
+    Session<cpu> session(std::move(desc), session_options(a));
     // Planned once here; every run below finds this bound plan.
     const ExecutionPlan& plan = session.plan(targets, r.fed);
     if (a.has_params) load_params(session, plan, a.params);
@@ -547,7 +603,7 @@ int cmd_bench(const Args& a) {
 }
 
 int cmd_inspect(const Args& a) {
-    ProgramDesc p = load_program_file(a.program);
+    ProgramDesc p = load_program_arg(a);
     std::string out = "program " + a.program + ": format version " + std::to_string(p.version) + ", " +
                       std::to_string(p.blocks.size()) + (p.blocks.size() == 1 ? " block\n" : " blocks\n");
     for (auto& b : p.blocks) {
@@ -675,6 +731,8 @@ int main(int argc, char** argv) {
         return rc;
     } catch (const dlgraph::error& e) {
         std::cerr << "dlgraph: error: " << one_line(e.what()) << std::endl;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "dlgraph: error: [dlgraph.resource.alloc] out of memory" << std::endl;
     } catch (const std::exception& e) {
         std::cerr << "dlgraph: error: [dlgraph.internal] " << one_line(e.what()) << std::endl;
     } catch (...) {

@@ -245,9 +245,9 @@ DLGRAPH_INLINE std::filesystem::path write_checkpoint_aside(
         const std::string json_path = (tmp / "program.json").string();
         const std::string text = save_program(program);
         checkpoint_write(json_path, [&] { write_file_atomic(json_path, {text}); });
-        for (auto& [vd, value] : values) {
-            const std::string path = checkpoint_file(tmp, vd->name);
-            checkpoint_write(path, [&] { write_npy(path, *value); });
+        for (auto& entry : values) {
+            const std::string path = checkpoint_file(tmp, entry.first->name);
+            checkpoint_write(path, [&] { write_npy(path, *entry.second); });
         }
         fsync_directory(tmp);
     } catch (...) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "dlgraph/dtype.hpp"
@@ -147,6 +148,25 @@ struct BlockDesc {
         return nullptr;
     }
     friend bool operator==(const BlockDesc&, const BlockDesc&) = default;
+};
+
+// Name -> declaration of one block, for code that looks names up in a loop
+// over ops (find_var is a linear search). Points into the block: valid while
+// its `vars` are not changed. The first of two equal names wins, as in
+// find_var.
+class VarIndex {
+public:
+    explicit VarIndex(const BlockDesc& b) {
+        map_.reserve(b.vars.size());
+        for (auto& v : b.vars) map_.emplace(v.name, &v);
+    }
+    const VarDesc* find(std::string_view name) const {
+        auto it = map_.find(name);
+        return it == map_.end() ? nullptr : it->second;
+    }
+
+private:
+    std::unordered_map<std::string_view, const VarDesc*> map_;
 };
 
 inline constexpr int format_version = 1;

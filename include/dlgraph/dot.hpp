@@ -166,11 +166,11 @@ DLGRAPH_INLINE std::string to_dot(const ExecutionPlan& plan) {
         out += "  " + sid + " [shape=box, style=\"rounded,filled\", fillcolor=\"#fff2cc\", label=\"" +
                detail::dot_escape(std::string(st.def->type)) + "\\n" + detail::dot_escape(where) + "\"];\n";
         for (std::size_t k = 0; k + 1 < st.in_off.size() && k < st.def->inputs.size(); ++k)
-            for (int i = st.in_off[k]; i < st.in_off[k + 1]; ++i)
+            for (int i = static_cast<int>(st.in_off[k]); i < static_cast<int>(st.in_off[k + 1]); ++i)
                 out += "  v" + std::to_string(st.ins[static_cast<std::size_t>(i)]) + " -> " + sid + " [label=\"" +
                        detail::dot_escape(st.def->inputs[k].name) + "\"];\n";
         for (std::size_t k = 0; k + 1 < st.out_off.size() && k < st.def->outputs.size(); ++k)
-            for (int i = st.out_off[k]; i < st.out_off[k + 1]; ++i)
+            for (int i = static_cast<int>(st.out_off[k]); i < static_cast<int>(st.out_off[k + 1]); ++i)
                 out += "  " + sid + " -> v" + std::to_string(st.outs[static_cast<std::size_t>(i)]) + " [label=\"" +
                        detail::dot_escape(st.def->outputs[k].name) + "\"];\n";
     }

@@ -35,5 +35,8 @@ class value_error : public error { using error::error; };
 class session_error : public error { using error::error; };
 // Files: .npy and program files that cannot be read or written.
 class io_error : public error { using error::error; };
+// Limits: a shape, file or document that would take more memory than
+// allowed (SessionOptions::max_tensor_bytes, max_shape_bytes, JSON depth).
+class resource_error : public error { using error::error; };
 
 }  // namespace dlgraph

@@ -5,6 +5,9 @@
 // Semantic checks (known ops, declared variables) live in validate.hpp.
 #pragma once
 
+#include <string>
+#include <unordered_set>
+
 #include <nlohmann/json.hpp>
 
 #include "dlgraph/config.hpp"
@@ -44,6 +47,12 @@ struct reader {
         if (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
             bad_field(path, "integer out of range");
         return j.get<std::int64_t>();
+    }
+    // An integer that must fit in int32 (indices, levels).
+    std::int32_t integer32() const {
+        const std::int64_t v = integer();
+        if (v < INT32_MIN || v > INT32_MAX) bad_field(path, "integer out of int32 range");
+        return static_cast<std::int32_t>(v);
     }
     double number() const { expect(j.is_number(), "a number"); return j.get<double>(); }
     std::size_t size() const { return j.size(); }
@@ -110,7 +119,12 @@ inline void from_json(const json& j, BlockDesc& b) { b = detail::read_block({j, 
 // Structural parse only; load_program() (validate.hpp) also checks meaning.
 DLGRAPH_INLINE void from_json(const json& j, ProgramDesc& p);
 
-// Parses JSON text; malformed or truncated text becomes a format_error.
+// Programs nest 7 levels deep (program, blocks, block, ops, op, attrs,
+// attr); a document deeper than this is refused.
+inline constexpr int max_json_depth = 64;
+
+// Parses JSON text; malformed or truncated text becomes a format_error, and
+// nesting deeper than max_json_depth a resource_error.
 DLGRAPH_INLINE json parse_json_text(std::string_view text);
 
 }  // namespace dlgraph
@@ -154,19 +168,19 @@ DLGRAPH_INLINE Attribute read_attr(const reader& r) {
         case AttrType::STRINGS: need("strings").each([&](const reader& e) { a.strings.push_back(e.str()); }); break;
         case AttrType::BOOLEAN: a.b = need("b").boolean(); break;
         case AttrType::BOOLEANS: need("bools").each([&](const reader& e) { a.bools.push_back(e.boolean()); }); break;
-        case AttrType::BLOCK: a.block_idx = static_cast<std::int32_t>(need("block_idx").integer()); break;
+        case AttrType::BLOCK: a.block_idx = need("block_idx").integer32(); break;
     }
     return a;
 }
 
 DLGRAPH_INLINE std::vector<OpSlot> read_slots(const reader& r) {
     std::vector<OpSlot> out;
+    std::unordered_set<std::string> seen;
     r.each([&](const reader& e) {
         e.only({"parameter", "arguments"});
         OpSlot s{e.field("parameter").str(), {}};
         e.optional("arguments", [&](const reader& a) { a.each([&](const reader& x) { s.arguments.push_back(x.str()); }); });
-        for (auto& prev : out)
-            if (prev.parameter == s.parameter) bad_field(e.path, "slot '" + s.parameter + "' appears twice");
+        if (!seen.insert(s.parameter).second) bad_field(e.path, "slot '" + s.parameter + "' appears twice");
         out.push_back(std::move(s));
     });
     return out;
@@ -178,10 +192,11 @@ DLGRAPH_INLINE OpDesc read_op(const reader& r) {
     op.type = r.field("type").str();
     r.optional("inputs", [&](const reader& x) { op.inputs = read_slots(x); });
     r.optional("outputs", [&](const reader& x) { op.outputs = read_slots(x); });
+    std::unordered_set<std::string> seen;
     r.optional("attrs", [&](const reader& x) {
         x.each([&](const reader& e) {
             auto a = read_attr(e);
-            if (op.attr(a.name)) bad_field(e.path, "attribute '" + a.name + "' appears twice");
+            if (!seen.insert(a.name).second) bad_field(e.path, "attribute '" + a.name + "' appears twice");
             op.attrs.push_back(std::move(a));
         });
     });
@@ -210,7 +225,7 @@ DLGRAPH_INLINE VarDesc read_var(const reader& r) {
             });
         });
         if (v.dims.size() > 8) bad_field(t.path + ".dims", "rank above 8 is not supported");
-        lt.optional("lod_level", [&](const reader& x) { v.lod_level = static_cast<std::int32_t>(x.integer()); });
+        lt.optional("lod_level", [&](const reader& x) { v.lod_level = x.integer32(); });
     }
     return v;
 }
@@ -218,12 +233,13 @@ DLGRAPH_INLINE VarDesc read_var(const reader& r) {
 DLGRAPH_INLINE BlockDesc read_block(const reader& r) {
     r.only({"idx", "parent_idx", "vars", "ops"});
     BlockDesc b;
-    b.idx = static_cast<std::int32_t>(r.field("idx").integer());
-    r.optional("parent_idx", [&](const reader& x) { b.parent_idx = static_cast<std::int32_t>(x.integer()); });
+    b.idx = r.field("idx").integer32();
+    r.optional("parent_idx", [&](const reader& x) { b.parent_idx = x.integer32(); });
+    std::unordered_set<std::string> names;
     r.optional("vars", [&](const reader& x) {
         x.each([&](const reader& e) {
             auto v = read_var(e);
-            if (b.find_var(v.name)) bad_field(e.path, "variable '" + v.name + "' is declared twice");
+            if (!names.insert(v.name).second) bad_field(e.path, "variable '" + v.name + "' is declared twice");
             b.vars.push_back(std::move(v));
         });
     });
@@ -271,7 +287,7 @@ DLGRAPH_INLINE void from_json(const json& j, ProgramDesc& p) {
     detail::reader r{j, ""};
     r.only({"version", "blocks"});
     auto ver = r.field("version");
-    p.version = static_cast<int>(ver.integer());
+    p.version = ver.integer32();
     if (p.version != format_version)
         detail::bad_field("version", "unsupported format version " + std::to_string(p.version) + " (this dlgraph reads " +
                                          std::to_string(format_version) + ")");
@@ -292,10 +308,32 @@ DLGRAPH_INLINE void from_json(const json& j, ProgramDesc& p) {
 }
 
 DLGRAPH_INLINE json parse_json_text(std::string_view text) {
+    // Nesting deeper than any program needs is refused before parsing, so
+    // that a hostile file cannot make the document (and its recursive
+    // destruction) arbitrarily deep. Brackets inside strings do not count.
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_json_depth)
+                throw resource_error("dlgraph.resource.depth",
+                                     "JSON nested deeper than " + std::to_string(max_json_depth) + " levels");
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {
         throw format_error("dlgraph.format.json", std::string("malformed JSON: ") + e.what());
+    } catch (const json::exception& e) {  // a number out of range (1e999) and the like
+        throw format_error("dlgraph.format.json", std::string("invalid JSON: ") + e.what());
     }
 }
 

@@ -393,22 +393,21 @@ DLGRAPH_INLINE npy_header npy_parse_header(std::string_view head, const std::str
         npy_fail("dlgraph.io.npy_fortran", what,
                  "the array is stored in Fortran order; dlgraph reads C order only (save "
                  "np.ascontiguousarray(arr) instead)");
-    // Element count and bytes, without overflow.
+    // Element count and bytes, without overflow. Zero dims count as one in
+    // the bound, so that no partial product of the dims (which ops compute)
+    // can overflow either: (2^32, 2^32, 0) is refused like check_shape_size
+    // refuses it.
     std::uint64_t n = 1;
     bool zero = false;
-    for (auto d : h.shape) zero = zero || d == 0;
-    const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() / 8;
-    if (!zero)
-        for (auto d : h.shape) {
-            if (static_cast<std::uint64_t>(d) > limit / n)
-                npy_fail("dlgraph.io.npy_header", what, "shape " + to_string(h.shape) + " is too large");
-            n *= static_cast<std::uint64_t>(d);
-        }
-    else
-        n = 0;
-    const std::uint64_t bytes = n * dtype_size(h.dtype);
-    if (bytes > static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max() / 2))
-        npy_fail("dlgraph.io.npy_header", what, "shape " + to_string(h.shape) + " is too large");
+    const std::uint64_t limit = max_shape_bytes / dtype_size(h.dtype);
+    for (auto d : h.shape) {
+        zero = zero || d == 0;
+        if (d == 0) continue;
+        if (static_cast<std::uint64_t>(d) > limit / n)
+            npy_fail("dlgraph.io.npy_header", what, "shape " + to_string(h.shape) + " is too large");
+        n *= static_cast<std::uint64_t>(d);
+    }
+    const std::uint64_t bytes = zero ? 0 : n * dtype_size(h.dtype);
     h.data_bytes = static_cast<std::size_t>(bytes);
     return h;
 }

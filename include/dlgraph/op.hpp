@@ -25,6 +25,9 @@ struct SlotDef {
     std::string_view name;
     bool duplicable = false;  // may hold several variables (sum's X)
     bool optional = false;    // may be absent or empty
+    // The kind of variable the slot takes: tensors, except feed's and
+    // fetch's lists. Validation refuses any other kind.
+    VarType kind = VarType::LOD_TENSOR;
 };
 
 struct AttrDef {
@@ -45,7 +48,7 @@ struct OpDef;
 // planner (or per call by the builder).
 template <class P> struct SlotView {
     P const* ptrs = nullptr;
-    const std::uint16_t* off = nullptr;  // slot s is [off[s], off[s+1])
+    const std::uint32_t* off = nullptr;  // slot s is [off[s], off[s+1])
     int count(int slot) const { return off[slot + 1] - off[slot]; }
     P at(int slot, int k) const { return ptrs[off[slot] + k]; }
 };

@@ -64,12 +64,12 @@ DLGRAPH_INLINE void to_json(json& j, const ExecutionPlan& p) {
     json targets = json::array();
     for (auto& t : p.targets) targets.push_back({{"var", t.var.empty() ? json(nullptr) : json(t.var)}, {"op", t.op}});
     auto value_name = [&](int v) { return p.values[static_cast<std::size_t>(v)].name; };
-    auto slots = [&](const std::vector<SlotDef>& defs, const std::vector<std::uint16_t>& off, const std::vector<int>& vals) {
+    auto slots = [&](const std::vector<SlotDef>& defs, const std::vector<std::uint32_t>& off, const std::vector<int>& vals) {
         json o = json::object();
         for (std::size_t k = 0; k + 1 < off.size() && k < defs.size(); ++k) {
             if (off[k] == off[k + 1]) continue;
             json names = json::array();
-            for (int i = off[k]; i < off[k + 1]; ++i) names.push_back(value_name(vals[static_cast<std::size_t>(i)]));
+            for (int i = static_cast<int>(off[k]); i < static_cast<int>(off[k + 1]); ++i) names.push_back(value_name(vals[static_cast<std::size_t>(i)]));
             o[std::string(defs[k].name)] = std::move(names);
         }
         return o;
@@ -132,7 +132,7 @@ namespace dlgraph::detail {
 
 // "X=x,Y=[a,b]": a step's slots and the values in them.
 DLGRAPH_INLINE std::string describe_slots(const ExecutionPlan& p, const std::vector<SlotDef>& defs,
-                                          const std::vector<std::uint16_t>& off, const std::vector<int>& vals) {
+                                          const std::vector<std::uint32_t>& off, const std::vector<int>& vals) {
     std::string s;
     for (std::size_t k = 0; k + 1 < off.size() && k < defs.size(); ++k) {
         const int n = off[k + 1] - off[k];
@@ -140,8 +140,8 @@ DLGRAPH_INLINE std::string describe_slots(const ExecutionPlan& p, const std::vec
         if (!s.empty()) s += ",";
         s += std::string(defs[k].name) + "=";
         if (n > 1) s += "[";
-        for (int i = off[k]; i < off[k + 1]; ++i) {
-            if (i > off[k]) s += ",";
+        for (int i = static_cast<int>(off[k]); i < static_cast<int>(off[k + 1]); ++i) {
+            if (i > static_cast<int>(off[k])) s += ",";
             s += p.values[static_cast<std::size_t>(vals[static_cast<std::size_t>(i)])].name;
         }
         if (n > 1) s += "]";

@@ -27,6 +27,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <unordered_map>
 
 #include "dlgraph/config.hpp"
 #include "dlgraph/validate.hpp"
@@ -68,7 +69,7 @@ struct PlannedStep {
     const OpDef* def = nullptr;
     Place place = Place::host;                // copies are queued on the device
     std::vector<int> ins, outs;               // value indices, in slot order
-    std::vector<std::uint16_t> in_off, out_off;
+    std::vector<std::uint32_t> in_off, out_off;
     std::vector<Attribute> attrs;             // normalized, def order
     std::string label;                        // "mul (op #3)", "memcpy_h2d (x)"
     bool is_copy() const { return op_index < 0; }
@@ -125,6 +126,10 @@ struct PlanOptions {
     bool fuse = true;      // element-wise chains as one pass (host steps)
     bool in_place = true;  // element-wise ops may write over a dying X
     bool prepack = true;   // weights the plan only reads are kept packed
+    // The most bytes one value, or the arena on one place, may take
+    // (at most max_shape_bytes); larger is a resource_error before anything
+    // is allocated.
+    std::uint64_t max_bytes = max_shape_bytes;
 };
 
 struct ExecutionPlan {
@@ -177,9 +182,11 @@ DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<con
 // scope); on return every value the plan writes is set too, and
 // `kernel_dtypes[s]` names the kernel each step will use. Throws, as a run
 // would, on a shape or dtype the ops reject. `vars` (per value, optional)
-// lets ops whose shapes come from values (feed) see them.
+// lets ops whose shapes come from values (feed) see them. A value whose
+// bytes would exceed `max_bytes` is a resource_error.
 DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
-                               std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars = nullptr);
+                               std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars = nullptr,
+                               std::uint64_t max_bytes = max_shape_bytes);
 
 DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m);
 
@@ -205,6 +212,21 @@ DLGRAPH_INLINE ExecutionPlan plan_program(const ProgramDesc& program, std::span<
                                           std::span<const std::string> fed, std::span<const VarMeta> fed_metas,
                                           std::span<const VarMeta> persistable_metas, const DeviceContext* device,
                                           const PlanOptions& opts = {});
+
+namespace detail {
+// A value to place in a shared buffer: its bytes, the steps it is live
+// over [first, last], and (on return) its offset.
+struct arena_item {
+    int v;
+    std::size_t bytes, offset;
+    int first, last;
+};
+// Offsets for `items` so that values live at one step do not overlap; the
+// buffer's size. Greedy by size up to greedy_items_max values, else
+// place_items_linear.
+DLGRAPH_INLINE std::size_t place_items(std::vector<arena_item>& items);
+DLGRAPH_INLINE std::size_t place_items_linear(std::vector<arena_item>& items);
+}  // namespace detail
 
 }  // namespace dlgraph
 
@@ -233,12 +255,6 @@ DLGRAPH_INLINE std::set<std::string, std::less<>> check_feeds(const BlockDesc& b
     return fed_set;
 }
 
-DLGRAPH_INLINE const VarDesc& declared_var(const BlockDesc& blk, const std::string& name, const std::string& who) {
-    auto* vd = blk.find_var(name);
-    if (!vd) throw graph_error("dlgraph.graph.undeclared", who + ": variable '" + name + "' is not declared");
-    return *vd;
-}
-
 // Pass 1: the ops the targets need (by op index), and the persistables and
 // lists they read from the scope.
 struct pruned {
@@ -257,23 +273,43 @@ DLGRAPH_INLINE pruned prune(const BlockDesc& blk, std::span<const TargetRef> tar
             work.push_back(j);
         }
     };
+    // Names and writers indexed once, so pruning is linear in the program.
+    const VarIndex vars(blk);
+    auto declared = [&](const std::string& name, const std::string& who) -> const VarDesc& {
+        const VarDesc* vd = vars.find(name);
+        if (!vd) throw graph_error("dlgraph.graph.undeclared", who + ": variable '" + name + "' is not declared");
+        return *vd;
+    };
+    std::unordered_map<std::string_view, std::vector<int>> writers;  // name -> ops writing it, ascending
+    for (int i = 0; i < nops; ++i)
+        for (auto& sl : blk.ops[static_cast<std::size_t>(i)].outputs)
+            for (auto& a : sl.arguments) {
+                auto& w = writers[a];
+                if (w.empty() || w.back() != i) w.push_back(i);
+            }
+    static const std::vector<int> none;
+    auto writers_of = [&](std::string_view name) -> const std::vector<int>& {
+        auto it = writers.find(name);
+        return it == writers.end() ? none : it->second;
+    };
+    auto initializer = [&](std::string_view name) { return writers_of(name).empty() ? -1 : writers_of(name).front(); };
     // The value `name` as op `reader` (nops = after the last op) sees it.
     auto resolve = [&](const std::string& name, int reader, const std::string& who) {
         if (fed.count(name)) return;
-        const VarDesc& vd = declared_var(blk, name, who);
-        int j = reader - 1;
-        while (j >= 0 && !writes(blk.ops[static_cast<std::size_t>(j)], name)) --j;
+        const VarDesc& vd = declared(name, who);
+        const std::vector<int>& w = writers_of(name);
+        const auto later = std::lower_bound(w.begin(), w.end(), reader);  // the first writer at or after reader
+        const int j = later == w.begin() ? -1 : *(later - 1);
         if (vd.persistable || vd.type != VarType::LOD_TENSOR) {  // lists: set in the scope by the caller
-            if (j >= 0 && (!vd.persistable || j != initializer_of(blk, name))) need_op(j);
+            if (j >= 0 && (!vd.persistable || j != initializer(name))) need_op(j);
             else r.scope_reads.insert(name);
             return;
         }
         if (j >= 0) return need_op(j);
-        for (int k = reader; k < nops; ++k)
-            if (writes(blk.ops[static_cast<std::size_t>(k)], name))
-                throw graph_error("dlgraph.graph.cycle",
-                                  who + " reads '" + name + "', which only the later " +
-                                      op_label(blk.ops[static_cast<std::size_t>(k)], k) + " writes: the graph has a cycle");
+        if (later != w.end())
+            throw graph_error("dlgraph.graph.cycle", who + " reads '" + name + "', which only the later " +
+                                                         op_label(blk.ops[static_cast<std::size_t>(*later)], *later) +
+                                                         " writes: the graph has a cycle");
         throw feed_error("dlgraph.feed.missing",
                          who + " needs '" + name + "', which is neither fed nor written by an earlier op: feed it");
     };
@@ -284,12 +320,12 @@ DLGRAPH_INLINE pruned prune(const BlockDesc& blk, std::span<const TargetRef> tar
             need_op(t.op);
             continue;
         }
-        const VarDesc& vd = declared_var(blk, t.var, "target");
+        const VarDesc& vd = declared(t.var, "target");
         if (t.op >= nops || (t.op >= 0 && !writes(blk.ops[static_cast<std::size_t>(t.op)], t.var)))
             throw graph_error("dlgraph.graph.target",
                               "target '" + t.var + "': op #" + std::to_string(t.op) + " does not write it");
         if (fed.count(t.var)) continue;
-        if (vd.persistable && (t.op < 0 || t.op == initializer_of(blk, t.var))) r.scope_reads.insert(t.var);
+        if (vd.persistable && (t.op < 0 || t.op == initializer(t.var))) r.scope_reads.insert(t.var);
         else if (t.op >= 0) need_op(t.op);
         else resolve(t.var, nops, "target '" + t.var + "'");
     }
@@ -307,10 +343,13 @@ DLGRAPH_INLINE pruned prune(const BlockDesc& blk, std::span<const TargetRef> tar
 // targets, the feeds and the scope reads.
 DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const pruned& pr,
                               const std::set<std::string, std::less<>>& fed) {
-    std::map<std::string, int, std::less<>> index;
+    std::unordered_map<std::string_view, int> index;
+    const VarIndex vars(blk);
     auto value = [&](const std::string& name) {
         if (auto it = index.find(name); it != index.end()) return it->second;
-        const VarDesc& vd = declared_var(blk, name, "plan");
+        const VarDesc* found = vars.find(name);
+        if (!found) throw graph_error("dlgraph.graph.undeclared", "plan: variable '" + name + "' is not declared");
+        const VarDesc& vd = *found;
         PlannedValue v;
         v.name = name;
         v.kind = fed.count(name)                                      ? ValueKind::feed
@@ -320,7 +359,7 @@ DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const p
         v.declared = {vd.data_type, Shape(vd.dims)};
         plan.values.push_back(std::move(v));
         const int k = static_cast<int>(plan.values.size()) - 1;
-        index.emplace(name, k);
+        index.emplace(vd.name, k);  // a key that lives as long as the block
         return k;
     };
     for (int i = 0; i < static_cast<int>(blk.ops.size()); ++i) {
@@ -332,13 +371,13 @@ DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const p
         st.attrs = normalize_attrs(*st.def, op, op_path(0, i));
         st.label = op_label(op, i);
         auto add_slots = [&](const std::vector<SlotDef>& defs, const std::vector<OpSlot>& slots,
-                             std::vector<int>& vals, std::vector<std::uint16_t>& off) {
+                             std::vector<int>& vals, std::vector<std::uint32_t>& off) {
             off.push_back(0);
             for (auto& sd : defs) {
                 auto s = std::find_if(slots.begin(), slots.end(), [&](const OpSlot& x) { return x.parameter == sd.name; });
                 if (s != slots.end())
                     for (auto& a : s->arguments) vals.push_back(value(a));
-                off.push_back(static_cast<std::uint16_t>(vals.size()));
+                off.push_back(static_cast<std::uint32_t>(vals.size()));
             }
         };
         add_slots(st.def->inputs, op.inputs, st.ins, st.in_off);
@@ -549,7 +588,8 @@ DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<con
 }
 
 DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
-                               std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars) {
+                               std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars,
+                               std::uint64_t max_bytes) {
     kernel_dtypes.assign(p.steps.size(), DataType::FP32);
     std::vector<const VarMeta*> ins;
     std::vector<const Variable*> in_vars;
@@ -577,6 +617,7 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
             if (!outs[k].shape.known())
                 throw shape_error("dlgraph.shape.unknown", st.label + ": could not infer the shape of '" + pv.name +
                                                                "' (got " + to_string(outs[k].shape) + ")");
+            check_shape_size(outs[k].shape, dtype_size(outs[k].dtype), max_bytes, st.label + ": '" + pv.name + "'");
             if (outs[k].dtype != pv.declared.dtype)
                 throw type_error("dlgraph.type.declared", st.label + " writes " + to_string(outs[k].dtype) + " to '" +
                                                               pv.name + "', which is declared " +
@@ -625,12 +666,73 @@ DLGRAPH_INLINE std::vector<int> in_place_sharing(const ExecutionPlan& p, const s
 }
 
 // Greedy placement by size in one shared buffer (TFLite's arena planner).
-struct arena_item {
-    int v;
-    std::size_t bytes, offset;
-    int first, last;
-};
+// Up to this many values on one place; the greedy's cost grows with the
+// square of the values that live at the same time.
+inline constexpr std::size_t greedy_items_max = 4096;
+
+// Above greedy_items_max (a split into 65,536 outputs): a linear scan in
+// step order, each value taking the smallest free block that fits (freed
+// blocks merge with their neighbours), O(n log n).
+DLGRAPH_INLINE std::size_t place_items_linear(std::vector<arena_item>& items) {
+    std::vector<arena_item*> by_first, by_last;
+    for (auto& it : items) {
+        by_first.push_back(&it);
+        by_last.push_back(&it);
+    }
+    std::stable_sort(by_first.begin(), by_first.end(), [](auto* a, auto* b) { return a->first < b->first; });
+    std::stable_sort(by_last.begin(), by_last.end(), [](auto* a, auto* b) { return a->last < b->last; });
+    std::map<std::size_t, std::size_t> free_at;               // offset -> bytes
+    std::multimap<std::size_t, std::size_t> free_by_size;     // bytes -> offset
+    auto unlist = [&](std::size_t off, std::size_t bytes) {
+        free_at.erase(off);
+        for (auto [a, b] = free_by_size.equal_range(bytes); a != b; ++a)
+            if (a->second == off) {
+                free_by_size.erase(a);
+                break;
+            }
+    };
+    auto list = [&](std::size_t off, std::size_t bytes) {
+        if (auto next = free_at.find(off + bytes); next != free_at.end()) {  // merge with the block after
+            const std::size_t nb = next->second;
+            unlist(off + bytes, nb);
+            bytes += nb;
+        }
+        if (auto after = free_at.lower_bound(off); after != free_at.begin()) {  // and the one before
+            auto prev = std::prev(after);
+            if (prev->first + prev->second == off) {
+                const std::size_t po = prev->first, pb = prev->second;
+                unlist(po, pb);
+                off = po;
+                bytes += pb;
+            }
+        }
+        free_at.emplace(off, bytes);
+        free_by_size.emplace(bytes, off);
+    };
+    std::size_t top = 0, freed = 0;
+    for (arena_item* it : by_first) {
+        for (; freed < by_last.size() && by_last[freed]->last < it->first; ++freed)
+            list(by_last[freed]->offset, by_last[freed]->bytes);  // placed: its first step came earlier
+        if (auto fit = free_by_size.lower_bound(it->bytes); fit != free_by_size.end()) {
+            const std::size_t off = fit->second, bytes = fit->first;
+            unlist(off, bytes);
+            it->offset = off;
+            if (bytes > it->bytes) list(off + it->bytes, bytes - it->bytes);
+        } else if (!free_at.empty() && free_at.rbegin()->first + free_at.rbegin()->second == top) {
+            const std::size_t off = free_at.rbegin()->first;  // the last free block grows up to fit
+            unlist(off, free_at.rbegin()->second);
+            it->offset = off;
+            top = off + it->bytes;
+        } else {
+            it->offset = top;
+            top += it->bytes;
+        }
+    }
+    return top;
+}
+
 DLGRAPH_INLINE std::size_t place_items(std::vector<arena_item>& items) {
+    if (items.size() > greedy_items_max) return place_items_linear(items);
     std::stable_sort(items.begin(), items.end(), [](const arena_item& a, const arena_item& b) { return a.bytes > b.bytes; });
     std::vector<const arena_item*> placed, overlapping;
     std::size_t total = 0;
@@ -667,9 +769,16 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         m.slot_place.push_back(static_cast<Place>(s));
     }
     const std::vector<int> shares = in_place ? detail::in_place_sharing(p, metas) : std::vector<int>(nv, -1);
+    // The first value of v's chain, each chain walked once (a 40,000-op
+    // chain in place is one chain).
+    std::vector<int> roots(nv, -1);
     auto root_of = [&](std::size_t v) {
-        while (shares[v] >= 0) v = static_cast<std::size_t>(shares[v]);
-        return v;
+        std::size_t r = v;
+        while (shares[r] >= 0 && roots[r] < 0) r = static_cast<std::size_t>(shares[r]);
+        const int top = roots[r] >= 0 ? roots[r] : static_cast<int>(r);
+        for (std::size_t u = v; u != r; u = static_cast<std::size_t>(shares[u])) roots[u] = top;
+        roots[r] = top;
+        return static_cast<std::size_t>(top);
     };
     // Values that share memory form chains x -> o -> ...; each chain is
     // placed once, by its first value, live over the union of its members.
@@ -719,19 +828,26 @@ DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<
         m.figures[static_cast<int>(m.slot_place[s])].arena_bytes += m.slot_bytes[s];
     // The bound counts a chain of values that share memory once: while two
     // of them are live (the step that writes one over the other), both are
-    // the same bytes.
-    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
-        std::array<std::size_t, num_places> live{};
-        for (std::size_t v = 0; v < nv; ++v) {
-            const PlannedValue& pv = p.values[v];
-            if (pv.in_arena() && pv.first_step <= s && (std::max(pv.last_step, pv.first_step) >= s || pv.target)) {
-                const bool shared_here = shares[v] >= 0 && pv.first_step == s;  // the value it shares is live and counted
-                if (!shared_here) live[static_cast<int>(pv.place)] += meta_bytes(metas[v]);
-            }
-        }
-        for (int pl = 0; pl < num_places; ++pl)
-            m.figures[pl].lower_bound = std::max(m.figures[pl].lower_bound, live[static_cast<std::size_t>(pl)]);
+    // the same bytes. One sweep over the lifetimes' ends.
+    const std::size_t ns = p.steps.size();
+    std::vector<std::array<std::size_t, num_places>> starts(ns + 1), ends(ns + 1);
+    for (std::size_t v = 0; v < nv; ++v) {
+        const PlannedValue& pv = p.values[v];
+        if (!pv.in_arena()) continue;
+        const bool shared_first = shares[v] >= 0;  // at its first step the value it shares is live and counted
+        const std::size_t first = static_cast<std::size_t>(std::max(pv.first_step, 0)) + (shared_first ? 1 : 0);
+        const std::size_t last = pv.target ? ns - 1 : static_cast<std::size_t>(std::max({pv.last_step, pv.first_step, 0}));
+        if (ns == 0 || first > last) continue;
+        starts[first][static_cast<int>(pv.place)] += meta_bytes(metas[v]);
+        ends[last + 1][static_cast<int>(pv.place)] += meta_bytes(metas[v]);
     }
+    std::array<std::size_t, num_places> live{};
+    for (std::size_t s = 0; s < ns; ++s)
+        for (int pl = 0; pl < num_places; ++pl) {
+            live[static_cast<std::size_t>(pl)] += starts[s][static_cast<std::size_t>(pl)];
+            live[static_cast<std::size_t>(pl)] -= ends[s][static_cast<std::size_t>(pl)];
+            m.figures[pl].lower_bound = std::max(m.figures[pl].lower_bound, live[static_cast<std::size_t>(pl)]);
+        }
     return m;
 }
 
@@ -874,7 +990,7 @@ DLGRAPH_INLINE void shape_plan(ExecutionPlan& p, std::vector<VarMeta> metas, std
                                const DeviceContext* device, const PlanOptions& opts,
                                const std::vector<Variable*>* vars) {
     std::vector<DataType> kernel_dtypes;
-    infer_plan(p, metas, known, kernel_dtypes, vars);
+    infer_plan(p, metas, known, kernel_dtypes, vars, opts.max_bytes);
     std::vector<KernelFn> kernels(p.steps.size(), nullptr);
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
@@ -885,6 +1001,12 @@ DLGRAPH_INLINE void shape_plan(ExecutionPlan& p, std::vector<VarMeta> metas, std
                                                         " kernel for " + to_string(kernel_dtypes[s]));
     }
     MemoryPlan memory = plan_memory(p, metas, opts.in_place);
+    for (std::size_t s = 0; s < memory.slot_bytes.size(); ++s)
+        if (memory.slot_bytes[s] > opts.max_bytes)
+            throw resource_error("dlgraph.resource.arena",
+                                 "the plan needs a buffer of " + bytes_text(memory.slot_bytes[s]) + " on the " +
+                                     (memory.slot_place[s] == Place::host ? std::string("host") : p.device) +
+                                     ", more than the limit of " + bytes_text(opts.max_bytes));
     std::vector<FusedChainPlan> fused = opts.fuse ? plan_fusion(p, metas) : std::vector<FusedChainPlan>{};
     std::vector<PackedWeight> packed = opts.prepack ? detail::plan_packing(p, metas) : std::vector<PackedWeight>{};
     // Nothing threw: commit.

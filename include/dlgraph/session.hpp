@@ -10,8 +10,13 @@
 // memory.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <new>
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#endif
 
 #include "dlgraph/config.hpp"
 #include "dlgraph/fusion.hpp"
@@ -99,6 +104,17 @@ private:
     Scalar scalar_;
 };
 
+// The machine's physical memory in bytes (max_shape_bytes where the
+// platform does not say).
+inline std::uint64_t physical_memory_bytes() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        return std::min<std::uint64_t>(static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page), max_shape_bytes);
+#endif
+    return max_shape_bytes;
+}
+
 struct SessionOptions {
     // Threads each kernel may use (intra-op parallelism, from the process's
     // one pool; see thread_pool.hpp); 0 means every hardware thread.
@@ -115,6 +131,11 @@ struct SessionOptions {
     // Let element-wise ops write over an input that dies with them
     // (plan_memory), which shrinks the arena. Same bits either way.
     bool in_place = true;
+    // The most bytes one value, or the plan's buffer on one place, may take;
+    // a plan that needs more is a resource_error ([dlgraph.resource.size],
+    // [dlgraph.resource.arena]) before anything is allocated. Defaults to
+    // the machine's physical memory; at most max_shape_bytes.
+    std::uint64_t max_bytes = physical_memory_bytes();
 };
 
 template <device_policy Device = cpu>
@@ -308,8 +329,15 @@ private:
     void bind_packing(bound_plan& bp);
 
     // A host buffer, or one in the device's memory.
+    // Memory for the plan; running out is a resource_error, not bad_alloc.
     std::shared_ptr<Buffer> allocate(Place where, std::size_t bytes) {
-        return where == Place::device ? device_->allocate(bytes) : std::make_shared<Buffer>(bytes);
+        try {
+            return where == Place::device ? device_->allocate(bytes) : std::make_shared<Buffer>(bytes);
+        } catch (const std::bad_alloc&) {
+            throw resource_error("dlgraph.resource.alloc",
+                                 "could not allocate " + bytes_text(bytes) + " on the " +
+                                     (where == Place::device ? std::string(device_->name()) : std::string("host")));
+        }
     }
     // Puts `t` (a persistable that lives on the device) into device memory
     // when it holds a value on the host (set or loaded there).
@@ -629,7 +657,7 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
             known[v] = true;
         }
     shape_plan(p, std::move(metas), std::move(known), device_.get(),
-               PlanOptions{opts_.fuse, opts_.in_place, opts_.prepack}, &bp.vars);
+               PlanOptions{opts_.fuse, opts_.in_place, opts_.prepack, std::min(opts_.max_bytes, max_shape_bytes)}, &bp.vars);
     // Unshaped until everything below is bound: if an allocation fails, the
     // next call reshapes and binds again rather than run a half-bound plan.
     p.shaped = false;
@@ -647,7 +675,12 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
         if (pv.in_arena()) {
             t.bind(bp.arena[static_cast<std::size_t>(mem.value_slot[v])], m.dtype, m.shape, mem.value_offset[v]);
         } else if (pv.place == Place::host) {
-            t.resize(m.dtype, m.shape);
+            try {
+                t.resize(m.dtype, m.shape);
+            } catch (const std::bad_alloc&) {
+                throw resource_error("dlgraph.resource.alloc", "could not allocate " + bytes_text(meta_bytes(m)) +
+                                                                   " on the host for '" + pv.name + "'");
+            }
         } else if (t.place() == Place::device && t.capacity() >= meta_bytes(m) && t.raw() == t.buffer()->data()) {
             t.bind(t.buffer(), m.dtype, m.shape);  // a device persistable keeps its buffer and its value
         } else {  // its first write, a value put on the host, or too small

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -91,6 +92,48 @@ inline std::string to_string(const Shape& s) {
         out += std::to_string(s[i]);
     }
     return out + "]";
+}
+
+// The most bytes any one tensor shape may describe: 2^62, or half the
+// address space where size_t is narrower, so that element counts, byte sizes
+// and products of any subset of dims fit in int64_t and size_t.
+inline constexpr std::uint64_t max_shape_bytes =
+    std::min<std::uint64_t>(std::uint64_t(1) << 62, std::numeric_limits<std::size_t>::max() / 2);
+
+// "16 GiB": a byte count for messages.
+inline std::string bytes_text(std::uint64_t b) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    double v = static_cast<double>(b);
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        ++u;
+    }
+    std::string n = std::to_string(v);
+    if (u == 0) n = std::to_string(b);
+    else n = n.substr(0, n.find('.') + 2);
+    return n + " " + units[u];
+}
+
+// Checks a shape before anything is sized from it: every dim is -1 or at
+// least 0, and the product of its known dims (zero dims counted as one, so
+// that every partial product is bounded too) times `elem_size` is at most
+// `max_bytes`. Throws naming `what`; [dlgraph.shape.dim] for a bad dim,
+// [dlgraph.resource.size] for a size over the limit.
+inline void check_shape_size(const Shape& s, std::size_t elem_size, std::uint64_t max_bytes, const std::string& what) {
+    std::uint64_t bytes = elem_size;
+    bool wraps = false;
+    for (auto d : s) {
+        if (d < -1)
+            throw shape_error("dlgraph.shape.dim", what + ": dim " + std::to_string(d) + " in " + to_string(s) +
+                                                       " is invalid (-1 marks an unknown dim)");
+        if (d > 0) wraps = wraps || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes);
+    }
+    if (wraps || bytes > max_bytes)
+        throw resource_error("dlgraph.resource.size",
+                             what + ": shape " + to_string(s) + " of " + std::to_string(elem_size) +
+                                 "-byte elements needs " + (wraps ? std::string("over 16 EiB") : bytes_text(bytes)) +
+                                 ", more than the limit of " + bytes_text(max_bytes));
 }
 
 // Normalises a possibly negative axis against `rank`; throws naming `what`.

@@ -125,6 +125,7 @@ public:
     void resize(DataType dtype, const Shape& shape) {
         if (!shape.known())
             throw shape_error("dlgraph.shape.unknown", "cannot allocate a tensor of unknown shape " + to_string(shape));
+        check_shape_size(shape, dtype_size(dtype), max_shape_bytes, "tensor");
         std::size_t need = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
         // A tensor viewing part of a shared buffer (bound at an offset) gets storage of its own.
         if (!buf_ || buf_->bytes() < need || data_ != buf_->data() || buf_->place() != Place::host) {

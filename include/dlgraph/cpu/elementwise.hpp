@@ -132,7 +132,7 @@ template <class Fn> struct elementwise_unary_grad {
 struct scale_op {
     enum { scale = 0, bias = 1, bias_after_scale = 2 };
     template <class T> static void compute(cpu, const KernelContext& c) {
-        const T s = static_cast<T>(c.attr(scale).f), b = static_cast<T>(c.attr(bias).f);
+        const T s = kernels::convert<T>(c.attr(scale).f), b = kernels::convert<T>(c.attr(bias).f);
         const std::int64_t n = c.in(0).numel();
         if (c.attr(bias_after_scale).b)
             unary_loop(n, c.in(0).template data<T>(), c.out(0).template data<T>(), kernels::scale_fn<T, true>{s, b});

@@ -22,7 +22,7 @@ inline std::uint64_t seed_or_random(std::int64_t seed) {
 struct fill_constant_op : ops::fill_constant_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         Tensor& out = c.out(0);
-        kernels::fill_constant(out.data<T>(), out.numel(), static_cast<T>(c.attr(value).f));
+        kernels::fill_constant(out.data<T>(), out.numel(), kernels::convert<T>(c.attr(value).f));
     }
 };
 
@@ -51,7 +51,7 @@ struct fill_any_like_op : ops::fill_any_like_op {
             // No FP16 fill: an FP16 Out is refused by inference (or has no
             // kernel, for an FP16 X), so none reaches here.
             if constexpr (!std::is_same_v<U, float16>)
-                kernels::fill_constant(out.data<U>(), out.numel(), static_cast<U>(v));
+                kernels::fill_constant(out.data<U>(), out.numel(), kernels::convert<U>(v));
         });
     }
 };

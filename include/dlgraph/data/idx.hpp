@@ -56,13 +56,20 @@ inline idx_array parse_idx(const std::string& content, const std::string& what) 
     if (content.size() < header) fail("truncated header");
     idx_array a;
     std::size_t n = 1;
+    bool zero = false;
     for (int d = 0; d < rank; ++d) {
         std::size_t o = 4 + 4 * static_cast<std::size_t>(d);
         std::uint32_t v = (std::uint32_t(u8(o)) << 24) | (std::uint32_t(u8(o + 1)) << 16) | (std::uint32_t(u8(o + 2)) << 8) |
                           std::uint32_t(u8(o + 3));
         a.dims.push_back(v);
-        n *= v;
+        // The bytes the dims promise, checked against the file below. Zero
+        // dims count as one in the bound, as in check_shape_size, so no
+        // product of the dims can overflow later either.
+        if (v == 0) zero = true;
+        else if (n > max_shape_bytes / v) fail("dims too large");
+        else n *= v;
     }
+    if (zero) n = 0;
     if (content.size() - header < n)
         fail("truncated: header promises " + std::to_string(n) + " bytes of data, found " +
              std::to_string(content.size() - header));

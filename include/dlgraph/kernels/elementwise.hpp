@@ -17,19 +17,21 @@ namespace dlgraph::kernels {
 inline constexpr int max_rank = 8;  // as dlgraph::Shape
 
 // ---- functors: operator() is the op, dx/dy (binary) or grad (unary) its gradient --------
+//
+// On integers, + - * wrap around (wrap_add, ...) as NumPy's do.
 
 struct add_fn {
-    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return a + b; }
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return wrap_add(a, b); }
     template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
     template <class V> DLGRAPH_HD V dy(V, V, V, V d) const { return d; }
 };
 struct sub_fn {
-    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return a - b; }
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return wrap_sub(a, b); }
     template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
     template <class V> DLGRAPH_HD V dy(V, V, V, V d) const { return -d; }
 };
 struct mul_fn {
-    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return a * b; }
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return wrap_mul(a, b); }
     template <class V> DLGRAPH_HD V dx(V, V y, V, V d) const { return d * y; }
     template <class V> DLGRAPH_HD V dy(V x, V, V, V d) const { return d * x; }
 };
@@ -95,7 +97,7 @@ struct abs_fn {
     }
 };
 struct square_fn {
-    template <class V> DLGRAPH_HD V operator()(V a) const { return a * a; }
+    template <class V> DLGRAPH_HD V operator()(V a) const { return wrap_mul(a, a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * V(2) * x; }
 };
 // x * s (a mean's 1/n, softmax's 1/sum).
@@ -107,8 +109,8 @@ template <class T> struct scale_by_fn {
 template <class T, bool BiasAfter> struct scale_fn {
     T s, b;
     template <class V> DLGRAPH_HD V operator()(V v) const {
-        if constexpr (BiasAfter) return v * V(s) + V(b);
-        else return (v + V(b)) * V(s);
+        if constexpr (BiasAfter) return wrap_add(wrap_mul(v, V(s)), V(b));
+        else return wrap_mul(wrap_add(v, V(b)), V(s));
     }
 };
 

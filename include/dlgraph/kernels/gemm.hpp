@@ -307,7 +307,7 @@ constexpr bool takes_small_path(std::int64_t M, bool b_rows_contiguous) noexcept
     return M < small_m && b_rows_contiguous;
 }
 
-constexpr bool aligned64(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
+inline bool aligned64(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
 
 }  // namespace gemm_detail
 

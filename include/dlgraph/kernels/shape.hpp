@@ -175,14 +175,15 @@ inline void split(O outer, I inner, int count, const T* x, R x_row, T* const* y,
 
 // ---- cast ----------------------------------------------------------------------------------
 
-// y[i] = x[i] converted to U by static_cast (a copy when T is U). A value
-// outside U's range is the caller's to rule out, as for static_cast.
+// y[i] = x[i] converted to U (a copy when T is U): floating point to an
+// integer type truncates, saturates and sends NaN to 0 (convert); every
+// other conversion is static_cast's.
 template <class T, class U, class N> inline void cast(const T* x, N n, U* y) noexcept {
     if constexpr (std::is_same_v<T, U>) {
         copy_elements(x, n, y);
     } else {
         const std::int64_t m = extent(n);
-        for (std::int64_t i = 0; i < m; ++i) y[i] = static_cast<U>(x[i]);
+        for (std::int64_t i = 0; i < m; ++i) y[i] = convert<U>(x[i]);
     }
 }
 

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <type_traits>
 
 #include "dlgraph/kernels/config.hpp"
@@ -24,6 +25,46 @@
 #endif
 
 namespace dlgraph::kernels {
+
+// Integer arithmetic that wraps around (two's complement, as NumPy and the
+// vector instructions do) where C++ would leave an overflow undefined; other
+// types use the plain operators. Unsigned arithmetic of the promoted width
+// is defined modulo 2^n, and converting back is defined since C++20.
+template <class T> using wide_unsigned = std::make_unsigned_t<decltype(+T())>;
+template <class T> DLGRAPH_HD inline T wrap_add(T a, T b) noexcept {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(wide_unsigned<T>(a) + wide_unsigned<T>(b));
+    else return a + b;
+}
+template <class T> DLGRAPH_HD inline T wrap_sub(T a, T b) noexcept {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(wide_unsigned<T>(a) - wide_unsigned<T>(b));
+    else return a - b;
+}
+template <class T> DLGRAPH_HD inline T wrap_mul(T a, T b) noexcept {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(wide_unsigned<T>(a) * wide_unsigned<T>(b));
+    else return a * b;
+}
+template <class T> DLGRAPH_HD inline T wrap_neg(T a) noexcept {
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(wide_unsigned<T>(0) - wide_unsigned<T>(a));
+    else return -a;
+}
+
+// A number as type T, defined for every input: a floating-point value
+// going to an integer type (not bool) truncates toward zero, saturates at
+// T's limits and gives 0 for NaN (a plain cast is undefined for those);
+// every other conversion is the plain cast (bool: nonzero is true).
+template <class T, class F> DLGRAPH_HD inline T convert(F x) noexcept {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_floating_point_v<F>) {
+        if (x != x) return T(0);
+        // The limits as F: min is a power of two (exact); max + 1 is too.
+        constexpr F lo = static_cast<F>(std::numeric_limits<T>::min());
+        constexpr F hi = static_cast<F>(std::numeric_limits<T>::max() / 2 + 1) * F(2);
+        if (x <= lo) return std::numeric_limits<T>::min();
+        if (x >= hi) return std::numeric_limits<T>::max();
+        return static_cast<T>(x);
+    } else {
+        return static_cast<T>(x);
+    }
+}
 
 template <class T, int W> struct vec_mask {
     bool m[W];
@@ -60,11 +101,11 @@ template <class T, int W> struct vec {
         for (int i = 0; i < W; ++i) r.m[i] = f(a.v[i], b.v[i]);
         return r;
     }
-    friend vec operator+(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x + y; }); }
-    friend vec operator-(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x - y; }); }
-    friend vec operator*(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x * y; }); }
+    friend vec operator+(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return wrap_add(x, y); }); }
+    friend vec operator-(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return wrap_sub(x, y); }); }
+    friend vec operator*(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return wrap_mul(x, y); }); }
     friend vec operator/(const vec& a, const vec& b) noexcept { return map(a, b, [](T x, T y) { return x / y; }); }
-    friend vec operator-(const vec& a) noexcept { return map(a, a, [](T x, T) { return -x; }); }
+    friend vec operator-(const vec& a) noexcept { return map(a, a, [](T x, T) { return wrap_neg(x); }); }
     vec& operator+=(const vec& b) noexcept { return *this = *this + b; }
     vec& operator*=(const vec& b) noexcept { return *this = *this * b; }
     friend vec_mask<T, W> operator>(const vec& a, const vec& b) noexcept { return test(a, b, [](T x, T y) { return x > y; }); }
@@ -100,7 +141,7 @@ template <class T>
     requires std::is_arithmetic_v<T>
 DLGRAPH_HD inline T abs(T a) noexcept {
     if constexpr (std::is_floating_point_v<T>) return std::fabs(a);
-    else return a < T(0) ? -a : a;
+    else return a < T(0) ? wrap_neg(a) : a;  // |INT_MIN| wraps to INT_MIN, as in NumPy
 }
 template <class T>
     requires std::is_floating_point_v<T>
@@ -117,8 +158,19 @@ DLGRAPH_HD inline T sqrt(T a) noexcept { return std::sqrt(a); }
 template <class T>
     requires std::is_arithmetic_v<T>
 DLGRAPH_HD inline T pow(T a, T b) noexcept {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
-    else return std::pow(a, b);
+    if constexpr (std::is_integral_v<T>) {
+        // By squaring, wrapping as NumPy's integer power does. A negative
+        // exponent truncates 1 / a^|b| toward zero.
+        if (b < T(0)) return a == T(1) ? T(1) : a == T(-1) ? ((b % 2) ? T(-1) : T(1)) : T(0);
+        T r = 1;
+        for (; b > T(0); b = static_cast<T>(b / 2)) {
+            if (b % 2) r = wrap_mul(r, a);
+            a = wrap_mul(a, a);
+        }
+        return r;
+    } else {
+        return std::pow(a, b);
+    }
 }
 template <class T>
     requires std::is_floating_point_v<T>
@@ -164,7 +216,7 @@ template <class T, int W> inline T hadd(const vec<T, W>& a) noexcept {
     T t[W];
     for (int i = 0; i < W; ++i) t[i] = a.v[i];
     for (int w = W / 2; w > 0; w /= 2)
-        for (int i = 0; i < w; ++i) t[i] = t[i] + t[i + w];
+        for (int i = 0; i < w; ++i) t[i] = wrap_add(t[i], t[i + w]);
     return t[0];
 }
 

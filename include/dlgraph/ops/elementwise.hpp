@@ -33,7 +33,7 @@ inline Shape broadcast_infer(const InferContext& c, const Shape& x, const Shape&
     Shape out;
     for (int i = 0; i < xa.rank(); ++i) {
         auto a = xa[i], b = ya[i];
-        std::int64_t d;
+        std::int64_t d = 0;
         if (a == b) d = a;
         else if (a == 1) d = b;
         else if (b == 1) d = a;
@@ -44,6 +44,17 @@ inline Shape broadcast_infer(const InferContext& c, const Shape& x, const Shape&
     }
     if (axis != -1 && !(out == xa) && x.known() && y.known()) fail("with an axis, only Y is broadcast onto X");
     return out;
+}
+
+// A grad op reads its forward op's Out and Out@GRAD: each must have the
+// shape the forward op gives Out (`want`, inferred again from the grad op's
+// inputs), or the kernel would read past them. Unknown dims agree.
+inline void check_grad_shape(const InferContext& c, const Shape& want, int slot, const std::string& name) {
+    const Shape& got = c.shape(slot);
+    bool ok = got.rank() == want.rank();
+    for (int i = 0; ok && i < got.rank(); ++i) ok = got[i] < 0 || want[i] < 0 || got[i] == want[i];
+    if (!ok)
+        c.fail("dlgraph.shape.grad", name + " is " + to_string(got) + " but the forward op's Out is " + to_string(want));
 }
 
 // ---- binary ops ---------------------------------------------------------------
@@ -71,8 +82,9 @@ struct elementwise_binary_grad {
     enum { axis = 0 };
     static void infer(const InferContext& c) {
         c.same_dtype({X, Y, Out, DOut});
-        if (c.shape(Out).known() && c.shape(DOut).known() && !(c.shape(Out) == c.shape(DOut)))
-            c.fail("dlgraph.shape.grad", "Out is " + to_string(c.shape(Out)) + " but Out@GRAD is " + to_string(c.shape(DOut)));
+        const Shape out = broadcast_infer(c, c.shape(X), c.shape(Y), c.attr(axis).i);
+        check_grad_shape(c, out, Out, "Out");
+        check_grad_shape(c, out, DOut, "Out@GRAD");
         if (c.out_count(DX)) c.set(DX, c.dtype(X), c.shape(X));
         if (c.out_count(DY)) c.set(DY, c.dtype(Y), c.shape(Y));
     }
@@ -109,8 +121,8 @@ struct elementwise_unary_grad {
     enum { X = 0, Out = 1, DOut = 2 };
     static void infer(const InferContext& c) {
         c.same_dtype({X, Out, DOut});
-        if (!(c.shape(Out) == c.shape(DOut)) && c.shape(Out).known() && c.shape(DOut).known())
-            c.fail("dlgraph.shape.grad", "Out is " + to_string(c.shape(Out)) + " but Out@GRAD is " + to_string(c.shape(DOut)));
+        check_grad_shape(c, c.shape(X), Out, "Out");
+        check_grad_shape(c, c.shape(X), DOut, "Out@GRAD");
         c.set(0, c.dtype(X), c.shape(X));
     }
     static OpDef make(std::string_view type) {

@@ -39,13 +39,13 @@ inline void feed_infer(const InferContext& c) {
 inline void fetch_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
 
 inline OpDef feed_def() {
-    OpDef d{"feed", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_infer};
+    OpDef d{"feed", {{"X", false, false, VarType::FEED_MINIBATCH}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_infer};
     d.doc = "Out = a copy of X[col], X being the feed list";
     return d;
 }
 
 inline OpDef fetch_def() {
-    OpDef d{"fetch", {{"X"}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &fetch_infer};
+    OpDef d{"fetch", {{"X"}}, {{"Out", false, false, VarType::FETCH_LIST}}, {{"col", Attribute::make_int("col", 0), true}}, &fetch_infer};
     d.doc = "Out[col] = a copy of X, Out being the fetch list";
     return d;
 }

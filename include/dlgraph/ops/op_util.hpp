@@ -24,6 +24,36 @@ inline int infer_axis(const InferContext& c, std::int64_t axis, const Shape& s, 
     return static_cast<int>(a);
 }
 
+// "[1,2,3]" for a list attribute of any length (Shape holds at most 8).
+inline std::string ints_text(const std::vector<std::int64_t>& v) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+    return out + "]";
+}
+
+// Sums and products of dims taken from attributes or added across inputs,
+// checked: past max_shape_bytes elements is [dlgraph.resource.size] (every
+// input shape is already within it, so its own products cannot overflow).
+inline std::int64_t dim_add(const InferContext& c, std::int64_t a, std::int64_t b, const std::string& what) {
+    std::int64_t r;
+    if (__builtin_add_overflow(a, b, &r) || static_cast<std::uint64_t>(r) > max_shape_bytes)
+        c.fail("dlgraph.resource.size", what + " add up to more than " + std::to_string(max_shape_bytes) + " elements");
+    return r;
+}
+inline std::int64_t dim_mul(const InferContext& c, std::int64_t a, std::int64_t b, const std::string& what) {
+    std::int64_t r;
+    if (__builtin_mul_overflow(a, b, &r) || static_cast<std::uint64_t>(r) > max_shape_bytes)
+        c.fail("dlgraph.resource.size", what + " multiply to more than " + std::to_string(max_shape_bytes) + " elements");
+    return r;
+}
+
+// Element count of a known shape built from attributes, checked.
+inline std::int64_t checked_numel(const InferContext& c, const Shape& s, const std::string& what) {
+    std::int64_t n = 1;
+    for (auto d : s) n = dim_mul(c, n, d, what);
+    return n;
+}
+
 // Product of dims [from, to); -1 when one of them is unknown.
 inline std::int64_t dim_product(const Shape& s, int from, int to) {
     std::int64_t n = 1;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dlgraph/op.hpp"
+#include "dlgraph/ops/op_util.hpp"
 
 namespace dlgraph::ops {
 
@@ -50,6 +51,8 @@ struct mean_grad_op {
     enum { X = 0, Out = 1, DOut = 2 };
     static void infer(const InferContext& c) {
         c.same_dtype({X, DOut});
+        check_grad_shape(c, Shape{1}, Out, "Out");
+        check_grad_shape(c, Shape{1}, DOut, "Out@GRAD");
         c.set(0, c.dtype(X), c.shape(X));
     }
 };
@@ -68,14 +71,18 @@ template <bool Integers> struct reduce_op {
     static void infer(const InferContext& c) {
         if constexpr (Integers) c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
         else c.dtype_in(0, {DataType::FP32, DataType::FP64});
-        const Shape& s = c.shape(0);
+        c.set(0, c.dtype(0), reduced_shape(c, c.shape(0)));
+    }
+    // X's shape after the reduction the attributes (dim, keep_dim,
+    // reduce_all, in this order in both the op and its grad op) ask for.
+    static Shape reduced_shape(const InferContext& c, const Shape& s) {
         bool red[max_rank];
         std::int64_t bad = 0;
         bool dup = false;
         if (!reduced_dims(&c.attr(0), s.rank(), red, bad, dup))
             c.fail("dlgraph.shape.axis", "dim " + std::to_string(bad) +
                                              (dup ? " is listed twice" : " is out of range") + " for X of shape " +
-                                             to_string(s) + " (dim is " + to_string(Shape(c.attr(dim).ints)) + ")");
+                                             to_string(s) + " (dim is " + ints_text(c.attr(dim).ints) + ")");
         Shape out;
         for (int i = 0; i < s.rank(); ++i) {
             if (!red[i]) out.push_back(s[i]);
@@ -83,7 +90,7 @@ template <bool Integers> struct reduce_op {
         }
         // Paddle keeps a rank-1 result when everything is folded.
         if (out.empty()) out.push_back(1);
-        c.set(0, c.dtype(0), out);
+        return out;
     }
 };
 
@@ -106,6 +113,9 @@ struct reduce_grad_op {
     enum { X = 0, Out = 1, DOut = 2 };
     static void infer(const InferContext& c) {
         c.same_dtype({X, Out, DOut});
+        const Shape out = reduce_op<true>::reduced_shape(c, c.shape(X));
+        check_grad_shape(c, out, Out, "Out");
+        check_grad_shape(c, out, DOut, "Out@GRAD");
         c.set(0, c.dtype(X), c.shape(X));
     }
 };

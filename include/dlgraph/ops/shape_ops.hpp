@@ -57,7 +57,7 @@ struct reshape_op {
             else rest_in *= in[i];
         }
         for (std::size_t i = 0; i < want.size(); ++i)
-            if (want[i] > 0) rest_out *= want[i];
+            if (want[i] > 0) rest_out = dim_mul(c, rest_out, want[i], "the dims of shape " + ints_text(want));
         if (infer_at >= 0) {
             if (rest_known) {
                 if (rest_out == 0) fail("the -1 is ambiguous when other dims are 0");
@@ -67,7 +67,7 @@ struct reshape_op {
             }
         } else if (in.known()) {
             // Compare whole counts: [0,3] to [0,5] is fine (both empty).
-            if (in.numel() != out.numel())
+            if (in.numel() != checked_numel(c, out, "the dims of shape " + ints_text(want)))
                 fail("X has " + std::to_string(in.numel()) + " elements but the shape holds " +
                      std::to_string(out.numel()));
         } else if (rest_known && rest_in != rest_out) {
@@ -179,7 +179,7 @@ struct concat_op {
             if (s.rank() != first.rank()) c.fail("dlgraph.shape.concat", both + ": ranks differ");
             for (int i = 0; i < s.rank(); ++i) {
                 if (i == a) {
-                    out[i] = out[i] < 0 || s[i] < 0 ? -1 : out[i] + s[i];
+                    out[i] = out[i] < 0 || s[i] < 0 ? -1 : dim_add(c, out[i], s[i], "the X along the axis");
                 } else if (!dims_agree(out[i], s[i])) {
                     c.fail("dlgraph.shape.concat", both + ": all dims but axis " + std::to_string(a) +
                                                        " must match (dim " + std::to_string(i) + ": " +
@@ -238,7 +238,7 @@ struct concat_grad_op {
             if (!ok)
                 c.fail("dlgraph.shape.grad", "X[" + std::to_string(k) + "] is " + to_string(s) + " but Out@GRAD is " +
                                                  to_string(ds) + " (axis " + std::to_string(a) + ")");
-            total = total < 0 || s[a] < 0 ? -1 : total + s[a];
+            total = total < 0 || s[a] < 0 ? -1 : dim_add(c, total, s[a], "the X along the axis");
             c.set(0, k, c.dtype(X, k), s);
         }
         if (total >= 0 && ds[a] >= 0 && total != ds[a])
@@ -274,7 +274,7 @@ struct split_op {
         if (n < 0) c.fail("dlgraph.shape.split", desc + ": num " + std::to_string(n) + " is negative");
         if (n > 0 && !secs.empty())
             c.fail("dlgraph.shape.split", desc + ": give either num (" + std::to_string(n) + ") or sections " +
-                                              to_string(Shape(secs)) + ", not both");
+                                              ints_text(secs) + ", not both");
         if (n > 0) {
             if (outs != n)
                 c.fail("dlgraph.shape.split", desc + ": num is " + std::to_string(n) + " but there are " +
@@ -286,7 +286,7 @@ struct split_op {
             return;
         }
         if (secs.empty()) c.fail("dlgraph.shape.split", desc + ": give num or sections");
-        const std::string sdesc = desc + ", sections " + to_string(Shape(secs));
+        const std::string sdesc = desc + ", sections " + ints_text(secs);
         if (outs != static_cast<int>(secs.size()))
             c.fail("dlgraph.shape.split", sdesc + ": " + std::to_string(secs.size()) + " sections but " +
                                               std::to_string(outs) + " Out variables");
@@ -299,7 +299,7 @@ struct split_op {
             } else if (secs[k] < 0) {
                 c.fail("dlgraph.shape.split", sdesc + ": section " + std::to_string(secs[k]) + " is negative");
             } else {
-                known += secs[k];
+                known = dim_add(c, known, secs[k], "the sections");
             }
         }
         std::int64_t rest = -1;

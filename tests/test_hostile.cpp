@@ -1,0 +1,337 @@
+// Hostile inputs: each program, file or value below once crashed dlgraph, read
+// out of bounds, overflowed or took quadratic time (found by fuzzing the CLI
+// and by reading the code). Each must now be a clean dlgraph error with a
+// stable id, or work correctly; a failed call leaves the session usable.
+#include <dlgraph/dlgraph.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+
+#include "test_helpers.hpp"
+
+using namespace dlgraph;
+
+namespace {
+
+constexpr std::int64_t p31 = std::int64_t(1) << 31, p32 = std::int64_t(1) << 32, p61 = std::int64_t(1) << 61,
+                       p62 = std::int64_t(1) << 62;
+
+json var(const std::string& name, std::vector<std::int64_t> dims, const std::string& dtype = "FP32",
+         const std::string& type = "LOD_TENSOR") {
+    json v = {{"name", name}, {"type", type}, {"persistable", false}};
+    if (type == "LOD_TENSOR") v["lod_tensor"] = {{"lod_level", 0}, {"tensor", {{"data_type", dtype}, {"dims", dims}}}};
+    return v;
+}
+
+using slots = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+json op(const std::string& type, const slots& ins, const slots& outs, const std::vector<json>& attrs = {}) {
+    json j = {{"type", type}, {"inputs", json::array()}, {"outputs", json::array()}, {"attrs", attrs}};
+    for (auto& [k, v] : ins) j["inputs"].push_back({{"parameter", k}, {"arguments", v}});
+    for (auto& [k, v] : outs) j["outputs"].push_back({{"parameter", k}, {"arguments", v}});
+    return j;
+}
+
+json attr_ints(const std::string& n, std::vector<std::int64_t> v) { return {{"name", n}, {"type", "INTS"}, {"ints", v}}; }
+json attr_int(const std::string& n, std::int64_t v) { return {{"name", n}, {"type", "INT"}, {"i", v}}; }
+json attr_long(const std::string& n, std::int64_t v) { return {{"name", n}, {"type", "LONG"}, {"l", v}}; }
+json attr_float(const std::string& n, double v) { return {{"name", n}, {"type", "FLOAT"}, {"f", v}}; }
+json attr_bool(const std::string& n, bool v) { return {{"name", n}, {"type", "BOOLEAN"}, {"b", v}}; }
+
+// fill_constant of `shape` (FP32 unless `dtype` says otherwise: 2 INT32, 3 INT64, 6 FP64).
+json fill(const std::string& out, std::vector<std::int64_t> shape, double value = 1, int dtype = 5) {
+    return op("fill_constant", {}, {{"Out", {out}}},
+              {attr_ints("shape", shape), attr_int("dtype", dtype), attr_float("value", value)});
+}
+
+std::string program(const std::vector<json>& vars, const std::vector<json>& ops) {
+    return json{{"version", 1}, {"blocks", {{{"idx", 0}, {"parent_idx", -1}, {"vars", vars}, {"ops", ops}}}}}.dump();
+}
+
+}  // namespace
+
+TEST_CASE("hostile: shapes whose bytes wrap around are refused before anything is allocated") {
+    // [2^31, 2^31] FP32 is 2^64 bytes: it used to wrap to a 0-byte buffer.
+    auto declared = program({var("a", {p31, p31}), var("b", {p31, p31})},
+                            {fill("a", {p31, p31}), op("relu", {{"X", {"a"}}}, {{"Out", {"b"}}})});
+    CHECK_THROWS_CONTAINING(load_program(declared), resource_error, "[dlgraph.resource.size]", "variable 'a'",
+                            "[2147483648,2147483648]");
+    // Declared with unknown dims, the fill's attribute says it.
+    auto inferred = program({var("a", {-1}, "FP64"), var("b", {-1}, "FP64")},
+                            {fill("a", {p61 + 1}, 1, 6), op("relu", {{"X", {"a"}}}, {{"Out", {"b"}}})});
+    CHECK_THROWS_CONTAINING(load_program(inferred), resource_error, "[dlgraph.resource.size]", "fill_constant",
+                            "[2305843009213693953]");
+    CHECK_THROWS_CONTAINING(load_program(program({var("a", {-1, -1})}, {fill("a", {p62, 4})})), resource_error,
+                            "[dlgraph.resource.size]");
+    // A zero dim does not hide the others: their products would overflow in ops.
+    CHECK_THROWS_CONTAINING(load_program(program({var("a", {p32, p32, 0})}, {fill("a", {p32, p32, 0})})),
+                            resource_error, "[dlgraph.resource.size]");
+    CHECK_THROWS_CONTAINING(load_program(program({var("a", {2, -7})}, {})), format_error, "dim -7 is invalid");
+    ProgramDesc built;  // built in C++, past the JSON reader's check
+    built.blocks[0].vars.push_back(VarDesc{"a", VarType::LOD_TENSOR, DataType::FP32, {2, -7}});
+    CHECK_THROWS_CONTAINING(validate(built), shape_error, "[dlgraph.shape.dim]", "dim -7 in [2,-7]");
+    // Tensors refuse them too (the last line of defence for any caller).
+    Tensor t;
+    CHECK_THROWS_CONTAINING(t.resize(DataType::FP32, Shape{p31, p31}), resource_error, "[dlgraph.resource.size]");
+}
+
+TEST_CASE("hostile: shape arithmetic in ops is checked, not overflowed") {
+    auto reshape = program({var("a", {2, 2}), var("b", {-1, -1, -1})},
+                           {fill("a", {2, 2}), op("reshape", {{"X", {"a"}}}, {{"Out", {"b"}}},
+                                                  {attr_ints("shape", {p62, p62, -1})})});
+    CHECK_THROWS_CONTAINING(load_program(reshape), shape_error, "[dlgraph.resource.size]", "reshape",
+                            "the dims of shape [4611686018427387904,4611686018427387904,-1]");
+    auto split = program({var("a", {4}), var("b", {-1}), var("c", {-1})},
+                         {fill("a", {4}), op("split", {{"X", {"a"}}}, {{"Out", {"b", "c"}}},
+                                             {attr_ints("sections", {p62, p62}), attr_int("axis", 0), attr_int("num", 0)})});
+    CHECK_THROWS_CONTAINING(load_program(split), shape_error, "[dlgraph.resource.size]", "the sections add up");
+    // An axis given as LONG is range-checked like an INT one.
+    auto long_axis = program({var("a", {4}), var("b", {-1}), var("c", {-1})},
+                             {fill("a", {4}), op("split", {{"X", {"a"}}}, {{"Out", {"b", "c"}}},
+                                                 {attr_long("axis", std::int64_t(1) << 40), attr_int("num", 2)})});
+    CHECK_THROWS_CONTAINING(load_program(long_axis), shape_error, "[dlgraph.shape.axis]", "axis 1099511627776");
+    // More than 8 sections is fine (the message printer used to need a Shape).
+    std::vector<std::string> outs;
+    std::vector<json> vars = {var("a", {10})};
+    for (int i = 0; i < 10; ++i) {
+        outs.push_back("o" + std::to_string(i));
+        vars.push_back(var(outs.back(), {-1}));
+    }
+    Session<cpu> s(load_program(program(vars, {fill("a", {10}), op("split", {{"X", {"a"}}}, {{"Out", outs}},
+                                                                   {attr_ints("sections", std::vector<std::int64_t>(10, 1)),
+                                                                    attr_int("axis", 0), attr_int("num", 0)})})));
+    CHECK(s.eval(TargetRef("o9")).shape() == Shape{1});
+}
+
+TEST_CASE("hostile: a .npy header whose dims overflow, even beside a zero dim, is refused") {
+    auto npy_with_shape = [](const std::string& shape) {
+        std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+        dict.append(64 - (10 + dict.size() + 1) % 64, ' ');
+        dict += '\n';
+        std::string out = "\x93NUMPY\x01";
+        out += '\0';
+        out += static_cast<char>(dict.size() & 0xff);
+        out += static_cast<char>(dict.size() >> 8);
+        return out + dict;
+    };
+    CHECK_THROWS_CONTAINING(parse_npy(npy_with_shape("(4294967296, 4294967296, 0)"), "x.npy"), io_error,
+                            "[dlgraph.io.npy_header]", "too large");
+    CHECK(parse_npy(npy_with_shape("(3, 0)"), "x.npy").shape() == Shape{3, 0});
+}
+
+TEST_CASE("hostile: integer arithmetic wraps around as NumPy's does; float to integer saturates") {
+    constexpr std::int32_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+    Program p;
+    auto a = p.input<std::int32_t>("a", {-1});
+    auto b = p.input<std::int32_t>("b", {-1});
+    auto sum = a + b, diff = a - b, prod = a * b, quot = a / b;
+    auto sq = square(a), ab = abs(a);
+    auto total = reduce_sum(a, {0});
+    Session<cpu> s(p);
+    const xt::xarray<std::int32_t> av = {hi, lo, lo, 65536, -7}, bv = {1, -1, -1, 65536, 3};
+    auto run = [&](auto v) { return s.eval(v, {{a, av}, {b, bv}}); };
+    CHECK(run(sum) == xt::xarray<std::int32_t>{lo, hi, hi, 131072, -4});
+    CHECK(run(diff) == xt::xarray<std::int32_t>{hi - 1, lo + 1, lo + 1, 0, -10});
+    CHECK(run(prod) == xt::xarray<std::int32_t>{hi, lo, lo, 0, -21});
+    CHECK(run(quot) == xt::xarray<std::int32_t>{hi, lo, lo, 1, -2});  // INT_MIN / -1 wraps to INT_MIN
+    CHECK(run(sq) == xt::xarray<std::int32_t>{1, 0, 0, 0, 49});
+    CHECK(run(ab) == xt::xarray<std::int32_t>{hi, lo, lo, 65536, 7});
+    // hi + lo + lo + 65536 - 7 modulo 2^32.
+    const auto want = static_cast<std::int32_t>(static_cast<std::uint32_t>(hi) + static_cast<std::uint32_t>(lo) * 2u +
+                                                65536u - 7u);
+    CHECK(run(total)(0) == want);
+
+    Program q;
+    auto f = q.input<float>("f", {-1});
+    auto i32 = cast<std::int32_t>(f);
+    Session<cpu> c(q);
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const xt::xarray<float> fv = {1e10f, -1e10f, inf, -inf, nan, -2.9f, 2.9f};
+    CHECK(c.eval(i32, {{f, fv}}) == xt::xarray<std::int32_t>{hi, lo, hi, lo, 0, -2, 2});
+}
+
+TEST_CASE("hostile: an integer zero divisor anywhere in a large tensor is the same clean error on two threads") {
+    Program p;
+    auto a = p.input<std::int64_t>("a", {-1});
+    auto b = p.input<std::int64_t>("b", {-1});
+    auto q = a / b;
+    SessionOptions opts;
+    opts.threads = 2;
+    Session<cpu> s(p, opts);
+    const std::size_t n = 300'000;
+    xt::xarray<std::int64_t> av = xt::ones<std::int64_t>({n}), bv = xt::ones<std::int64_t>({n});
+    for (std::size_t at : {std::size_t(0), n / 3, n / 2, n - 1}) {
+        bv(at) = 0;
+        CHECK_THROWS_CONTAINING(s.eval(q, {{a, av}, {b, bv}}), value_error, "[dlgraph.value.div0]");
+        bv(at) = 1;
+    }
+    CHECK(s.eval(q, {{a, av}, {b, bv}}) == av);
+}
+
+TEST_CASE("hostile: grad ops called directly with inconsistent inputs are refused by inference") {
+    auto binary_grad = [](std::int64_t axis) {
+        return program({var("x", {2, 3, 4}), var("y", {3}), var("o", {2, 3, 4}), var("g", {2, 3, 4}),
+                        var("dx", {-1, -1, -1}), var("dy", {-1})},
+                       {fill("x", {2, 3, 4}), fill("y", {3}), fill("o", {2, 3, 4}), fill("g", {2, 3, 4}),
+                        op("elementwise_add_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}},
+                           {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {attr_int("axis", axis)})});
+    };
+    for (std::int64_t axis : {-2, -3, 5})
+        CHECK_THROWS_CONTAINING(load_program(binary_grad(axis)), shape_error, "[dlgraph.shape.broadcast]",
+                                "elementwise_add_grad", "Y does not fit into X");
+    CHECK_NOTHROW(load_program(binary_grad(1)));
+    for (std::string type : {"relu_grad", "square_grad", "exp_grad", "tanh_grad"}) {
+        auto unary = program({var("x", {2, 3, 4}), var("o", {3, 2}), var("g", {3, 2}), var("dx", {-1, -1, -1})},
+                             {fill("x", {2, 3, 4}), fill("o", {3, 2}), fill("g", {3, 2}),
+                              op(type, {{"X", {"x"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})});
+        CHECK_THROWS_CONTAINING(load_program(unary), shape_error, "[dlgraph.shape.grad]", type.c_str(),
+                                "Out is [3,2] but the forward op's Out is [2,3,4]");
+    }
+    auto reduce = program({var("x", {200, 300}), var("o", {300}), var("g", {3, 2}), var("dx", {-1, -1})},
+                          {fill("x", {200, 300}), fill("o", {300}), fill("g", {3, 2}),
+                           op("reduce_mean_grad", {{"X", {"x"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}},
+                              {attr_ints("dim", {0})})});
+    CHECK_THROWS_CONTAINING(load_program(reduce), shape_error, "[dlgraph.shape.grad]",
+                            "Out@GRAD is [3,2] but the forward op's Out is [300]");
+    auto mean = program({var("x", {20}), var("o", {1}), var("g", {20}), var("dx", {-1})},
+                        {fill("x", {20}), fill("o", {1}), fill("g", {20}),
+                         op("mean_grad", {{"X", {"x"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})});
+    CHECK_THROWS_CONTAINING(load_program(mean), shape_error, "[dlgraph.shape.grad]", "Out@GRAD is [20]");
+}
+
+TEST_CASE("hostile: a variable of another kind in a tensor slot is refused") {
+    auto p = program({var("x", {2}), var("o", {}, "FP32", "STEP_SCOPES")},
+                     {fill("x", {2}), op("assign", {{"X", {"x"}}}, {{"Out", {"o"}}})});
+    CHECK_THROWS_CONTAINING(load_program(p), graph_error, "[dlgraph.graph.kind]", "variable 'o' is a STEP_SCOPES",
+                            "slot Out of assign takes a LOD_TENSOR");
+    // feed and fetch take their lists, and only those.
+    auto f = program({var("feed", {}, "FP32", "FEED_MINIBATCH"), var("x", {2})},
+                     {op("feed", {{"X", {"x"}}}, {{"Out", {"x"}}}, {attr_int("col", 0)})});
+    CHECK_THROWS_CONTAINING(load_program(f), graph_error, "[dlgraph.graph.kind]", "slot X of feed takes a FEED_MINIBATCH");
+}
+
+TEST_CASE("hostile: malformed JSON is a format or resource error, never an internal one") {
+    auto p = program({var("a", {2})}, {fill("a", {2})});
+    std::string big = p;
+    big.replace(big.find("\"value\""), 0, "\"x\":1e999,");
+    CHECK_THROWS_CONTAINING(load_program(R"({"version":1e999})"), format_error, "[dlgraph.format.json]");
+    CHECK_THROWS_CONTAINING(load_program(std::string(100, '[') + std::string(100, ']')), resource_error,
+                            "[dlgraph.resource.depth]", "deeper than 64");
+    // Brackets inside strings do not count.
+    CHECK_THROWS_CONTAINING(load_program("{\"version\":1,\"blocks\":[],\"x\":\"" + std::string(100, '[') + "\"}"),
+                            format_error, "[dlgraph.format.field]");
+    json j = json::parse(p);
+    j["blocks"][0]["idx"] = std::int64_t(1) << 32;  // truncated to 0 before
+    CHECK_THROWS_CONTAINING(load_program(j.dump()), format_error, "out of int32 range");
+    j = json::parse(p);
+    j["blocks"][0]["ops"][0]["outputs"].push_back({{"parameter", "Out"}, {"arguments", {"a"}}});
+    CHECK_THROWS_CONTAINING(load_program(j.dump()), format_error, "slot 'Out' appears twice");
+}
+
+TEST_CASE("hostile: a slot with 65,536 or more variables keeps them all") {
+    constexpr int n = 65'537;
+    Program p;
+    auto x = p.input<float>("x", {1});
+    std::vector<Var<float>> many(n, x);
+    auto total = sum(many);
+    auto joined = concat(std::vector<Var<float>>(n - 1, x), 0);
+    Session<cpu> s(p);
+    const xt::xarray<float> xv = {1.0f};
+    auto t = s.eval(total, {{x, xv}});
+    CHECK(t.shape() == std::vector<std::size_t>{1});
+    CHECK(t(0) == float(n));
+    auto c = s.eval(joined, {{x, xv}});
+    CHECK(c.shape() == std::vector<std::size_t>{std::size_t(n - 1)});
+    CHECK(xt::all(xt::equal(c, 1.0f)));
+}
+
+TEST_CASE("hostile: a split into 65,537 outputs and a 20,000-op chain plan in linear time and compute right") {
+    constexpr int n = 65'537;
+    Program q;
+    auto x = q.input<float>("x", {n});
+    auto parts = split(x, n, 0);
+    Session<cpu> t(q);
+    xt::xarray<float> xv = xt::arange<float>(0, n);
+    auto got = t.eval({TargetRef(parts[7]), TargetRef(parts[n - 1])}, {{x, xv}});
+    CHECK(got[0].item<float>() == 7.0f);
+    CHECK(got[1].item<float>() == float(n - 1));
+
+    constexpr int m = 20'000;
+    std::vector<json> cv = {var("v0", {1})}, co = {fill("v0", {1}, -2)};
+    for (int i = 0; i < m; ++i) {
+        cv.push_back(var("v" + std::to_string(i + 1), {1}));
+        co.push_back(op(i % 2 ? "relu" : "scale", {{"X", {"v" + std::to_string(i)}}}, {{"Out", {"v" + std::to_string(i + 1)}}}));
+    }
+    Session<cpu> chain(load_program(program(cv, co)));
+    // scale (1.0) and relu alternate: -2 -> -2 -> 0 -> 0 ...
+    CHECK(chain.eval(TargetRef("v" + std::to_string(m))).item<float>() == 0.0f);
+    SessionOptions no_in_place;
+    no_in_place.in_place = false;  // every value its own item: the linear placement
+    Session<cpu> chain2(load_program(program(cv, co)), no_in_place);
+    CHECK(chain2.eval(TargetRef("v1")).item<float>() == -2.0f);
+    CHECK(chain2.eval(TargetRef("v" + std::to_string(m))).item<float>() == 0.0f);
+}
+
+TEST_CASE("hostile: the placement above the greedy's limit keeps live values apart") {
+    // Random lifetimes and sizes; any two values live at one step must not overlap.
+    std::mt19937 rng(7);
+    for (int round = 0; round < 20; ++round) {
+        std::vector<detail::arena_item> items;
+        const int n = 200 + round * 50;
+        for (int i = 0; i < n; ++i) {
+            const int first = static_cast<int>(rng() % 100), len = static_cast<int>(rng() % (round % 3 ? 5 : 60));
+            items.push_back({i, 16 * (1 + rng() % 64), 0, first, first + len});
+        }
+        std::size_t total = detail::place_items_linear(items), sum = 0;
+        for (auto& a : items) sum += a.bytes;
+        CHECK(total <= sum);
+        for (auto& a : items) {
+            CHECK(a.offset + a.bytes <= total);
+            for (auto& b : items)
+                if (&a != &b && !(a.last < b.first || b.last < a.first))
+                    CHECK((a.offset + a.bytes <= b.offset || b.offset + b.bytes <= a.offset));
+        }
+    }
+}
+
+TEST_CASE("hostile: SessionOptions::max_bytes refuses a plan before it allocates, and the session still works") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = relu(x) * 2.0f;
+    SessionOptions opts;
+    opts.max_bytes = 4096;
+    Session<cpu> s(p, opts);
+    const xt::xarray<float> small = xt::ones<float>({std::size_t(100)}), big = xt::ones<float>({std::size_t(2000)});
+    CHECK_THROWS_CONTAINING(s.eval(y, {{x, big}}), resource_error, "[dlgraph.resource.size]", "more than the limit of 4.0 KiB");
+    CHECK(s.eval(y, {{x, small}}) == small * 2.0f);
+    // The arena: each value fits, the buffer for two live ones does not.
+    Program q;
+    auto a = q.input<float>("a", {-1});
+    auto b = relu(a), c = exp(a);
+    auto d = b + c;
+    SessionOptions tight;
+    tight.max_bytes = 3000;
+    tight.in_place = false;
+    tight.fuse = false;
+    Session<cpu> t(q, tight);
+    const xt::xarray<float> av = xt::zeros<float>({std::size_t(700)});
+    CHECK_THROWS_CONTAINING(t.eval(d, {{a, av}}), resource_error, "[dlgraph.resource.arena]", "on the host");
+}
+
+TEST_CASE("hostile: --lenient drops PaddlePaddle's framework attributes, naming each once") {
+    auto p = program({var("x", {2}), var("y", {2})},
+                     {op("relu", {{"X", {"x"}}}, {{"Out", {"y"}}},
+                         {attr_int("op_role", 0), {{"name", "op_callstack"}, {"type", "STRINGS"}, {"strings", {"a", "b"}}},
+                          attr_bool("use_mkldnn", false), attr_bool("is_test", true)}),
+                      op("relu", {{"X", {"y"}}}, {{"Out", {"y"}}}, {attr_int("op_role", 1)})});
+    CHECK_THROWS_CONTAINING(load_program(p), format_error, "[dlgraph.format.attr]", "has no attribute 'op_role'");
+    std::vector<std::string> ignored;
+    ProgramDesc d = load_program(p, LoadOptions{true, &ignored});
+    CHECK(ignored == std::vector<std::string>{"is_test", "op_callstack", "op_role", "use_mkldnn"});
+    CHECK(d.blocks[0].ops[0].attrs.empty());
+    // Only framework attributes: an unknown one is still an error.
+    auto q = program({var("x", {2}), var("y", {2})}, {op("relu", {{"X", {"x"}}}, {{"Out", {"y"}}}, {attr_int("alpha", 0)})});
+    CHECK_THROWS_CONTAINING(load_program(q, LoadOptions{true}), format_error, "has no attribute 'alpha'");
+}
