@@ -3,7 +3,8 @@
 # present. Runs as root or through sudo. `--with-data` adds the Fashion-MNIST
 # data set (dataset-fashion-mnist) that the main example trains on;
 # `--with-bench` adds OpenBLAS and Eigen, the references bench/bench_gemm
-# compares against.
+# compares against; `--with-fuzz` adds clang 14 and its libFuzzer runtime
+# for the fuzz targets (scripts/fuzz.sh).
 set -euo pipefail
 pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev zlib1g-dev)
@@ -11,6 +12,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-data) pkgs+=(dataset-fashion-mnist) ;;
     --with-bench) pkgs+=(libopenblas-dev libeigen3-dev) ;;
+    --with-fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -2,8 +2,9 @@
 # The whole test suite from a fresh Debian 12 machine: installs what is
 # missing, builds, runs the tests, runs the op suite and kernel-core tests
 # against the portable kernel core (no SIMD), then runs the tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the scope's
-# concurrency tests under ThreadSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, the scope's concurrency
+# tests under ThreadSanitizer, and the fuzz targets (clang's libFuzzer):
+# their corpora replayed and 30 s of fuzzing each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -30,6 +31,8 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -
   -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target dlgraph_thread_tests
 TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests | tee build-tsan/doctest.log
+echo "== fuzz targets: corpora replayed, then 30 s each (scripts/fuzz.sh)"
+bash scripts/fuzz.sh
 # One closing line for the four runs: ctest counts, then the portable and TSan cases.
 total=0
 for f in build/ctest.log build-asan/ctest.log; do
