@@ -3,10 +3,12 @@
 // and by reading the code). Each must now be a clean dlgraph error with a
 // stable id, or work correctly; a failed call leaves the session usable.
 #include <dlgraph/dlgraph.hpp>
+#include <dlgraph/optimizer.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "test_helpers.hpp"
@@ -334,4 +336,74 @@ TEST_CASE("hostile: --lenient drops PaddlePaddle's framework attributes, naming 
     // Only framework attributes: an unknown one is still an error.
     auto q = program({var("x", {2}), var("y", {2})}, {op("relu", {{"X", {"x"}}}, {{"Out", {"y"}}}, {attr_int("alpha", 0)})});
     CHECK_THROWS_CONTAINING(load_program(q, LoadOptions{true}), format_error, "has no attribute 'alpha'");
+}
+
+namespace {
+// Every persistable's bytes (empty for one without a value).
+std::map<std::string, std::string> persistable_bytes(Session<cpu>& s) {
+    std::map<std::string, std::string> out;
+    for (auto& vd : s.program().blocks[0].vars) {
+        if (!vd.persistable) continue;
+        const Variable* v = s.scope().find_local(vd.name);
+        const Tensor* t = v && v->initialized() && v->is<Tensor>() ? &v->get<Tensor>() : nullptr;
+        out[vd.name] = t && t->initialized() ? std::string(static_cast<const char*>(t->raw()), t->bytes()) : "";
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("hostile: a failed evaluation changes no persistable, at whichever step it fails") {
+    // A training step (Adam) followed by an op that can fail on its data:
+    // the optimizer's writes come before the failure.
+    Program p;
+    auto x = p.input<float>("x", {-1, 3});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto num = p.input<std::int32_t>("num", {-1});
+    auto den = p.input<std::int32_t>("den", {-1});
+    auto w = p.parameter<float>("w", {3, 4}, init::uniform(-1, 1, 3));
+    auto b = p.parameter<float>("b", {4}, init::constant(0.1));
+    auto [prob, xent] = softmax_with_cross_entropy(matmul(x, w) + b, label);
+    auto loss = mean(xent);
+    auto step = Adam(0.1).minimize(loss);
+    auto ratio = num / den;  // after the optimizer ops in program order
+    std::vector<TargetRef> targets(step.targets().begin(), step.targets().end());
+    targets.push_back(TargetRef(ratio));
+    targets.push_back(TargetRef(loss));
+    const xt::xarray<float> xv = {{1, 2, 3}, {-1, 0, 2}};
+    const xt::xtensor<std::int64_t, 2> lv = {{0}, {3}};
+    const xt::xarray<std::int32_t> nv = {6, 7}, good = {2, 7}, bad = {2, 0};
+    auto feeds = [&](const xt::xarray<std::int32_t>& d) {
+        return std::vector<Feed>{{x, xv}, {label, lv}, {num, nv}, {den, d}};
+    };
+    Session<cpu> s(p), ref(p);
+    std::vector<Tensor> out(targets.size());
+    s.eval_into(targets, feeds(good), out);  // one good step: moments hold values
+    ref.eval_into(targets, feeds(good), out);
+    const auto before = persistable_bytes(s);
+
+    // A real fault after the optimizer: every persistable as it was.
+    CHECK_THROWS_CONTAINING(s.eval_into(targets, feeds(bad), out), value_error, "[dlgraph.value.div0]");
+    CHECK(persistable_bytes(s) == before);
+    // A bad label (before the optimizer) too.
+    const xt::xtensor<std::int64_t, 2> far = {{0}, {9}};
+    CHECK_THROWS_CONTAINING(s.eval_into(targets, std::vector<Feed>{{x, xv}, {label, far}, {num, nv}, {den, good}}, out),
+                            value_error, "[dlgraph.value.label]");
+    CHECK(persistable_bytes(s) == before);
+
+    // A failure injected after each step in turn.
+    std::vector<std::string> fed{"x", "label", "num", "den"};
+    const std::size_t steps = s.plan(targets, fed).steps.size();
+    REQUIRE(steps > 10);
+    for (std::size_t k = 0; k < steps; ++k) {
+        detail::test_fail_at_step = k;
+        INFO("failing after step " << k);
+        CHECK_THROWS_CONTAINING(s.eval_into(targets, feeds(good), out), value_error, "[dlgraph.value.injected]");
+        detail::test_fail_at_step = SIZE_MAX;
+        CHECK(persistable_bytes(s) == before);
+    }
+    // Then training goes on exactly as in a session that never failed.
+    s.eval_into(targets, feeds(good), out);
+    std::vector<Tensor> ref_out(targets.size());
+    ref.eval_into(targets, feeds(good), ref_out);
+    CHECK(persistable_bytes(s) == persistable_bytes(ref));
 }

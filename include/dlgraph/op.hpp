@@ -227,6 +227,12 @@ struct OpDef {
     int prepack_input = -1;
     std::size_t (*prepack)(const KernelContext&, void* out) = nullptr;
 
+    // Whether a run can fail at this op once shapes are checked: its kernel
+    // meets bad data (a fault: an integer divisor of zero, a label out of
+    // range) or a file (io ops, feed and fetch lists). The session keeps a
+    // copy of a persistable only when such an op can fail after its first
+    // write (see Session's rollback).
+    bool may_fail = false;
     bool differentiable() const { return grad_maker != nullptr || !grad_spec.type.empty(); }
 
     int input_index(std::string_view n) const { return index_of(inputs, n); }
@@ -321,7 +327,8 @@ DLGRAPH_INLINE void throw_fault(const KernelFault& f, std::string_view label) {
         case fault_code::k_out_of_range:
             throw shape_error("dlgraph.shape.top_k", op + ": k is " + std::to_string(f.a) + " but the last dim is " +
                                                          std::to_string(f.b) + ": k must not exceed the last dim");
-        case fault_code::none: break;
+        case fault_code::none:  // no fault recorded: a test's injected failure (Session's test_fail_at_step)
+            throw value_error("dlgraph.value.injected", op + ": a failure injected by a test");
     }
     throw value_error("dlgraph.value.fault", op + ": the kernel reported fault " + std::to_string(f.code.load()));
 }

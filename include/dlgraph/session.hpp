@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <new>
 #if __has_include(<unistd.h>)
@@ -28,6 +30,11 @@
 namespace dlgraph {
 
 namespace detail {
+// Test hook: when set to a step index, every run fails right after that
+// step (its writes done) as a faulting op would, and counts every step as
+// one that may fail, so tests can check the rollback at each step.
+inline std::size_t test_fail_at_step = SIZE_MAX;
+
 // The kernels of the copies the planner inserts (memcpy_h2d, memcpy_d2h),
 // queued on the session's device.
 inline void copy_to_device(const KernelContext& c) {
@@ -266,6 +273,17 @@ private:
         std::vector<std::shared_ptr<Buffer>> arena;  // per slot of the memory plan
         std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
         std::vector<Variable*> written_persistables;              // touched after each run
+        // Rollback: the host persistables the plan writes, each with the
+        // step of its first write and, when a step that may fail runs at or
+        // after it, a copy taken before the run (kept for the next runs).
+        struct saved_value {
+            Tensor* tensor;
+            int first_write;
+            std::unique_ptr<Buffer> copy;
+            bool active = false, had_value = false;
+        };
+        std::vector<saved_value> rollback;
+        int last_fallible = -1;  // the last step that may fail (a fused chain's: its last step)
         std::vector<int> device_reads;         // persistables read from the scope that live on the device
         std::vector<int> device_writes;        // persistables the plan writes without reading, on the device
         std::vector<std::uint8_t> wait_before; // per step: a host step after device work waits for it
@@ -352,6 +370,8 @@ private:
     // steps after device work and at the end, fault checks after each step
     // and each wait.
     void run_steps(bound_plan& bp, std::chrono::nanoseconds* step_time);
+    void save_for_rollback(bound_plan& bp);
+    void roll_back(bound_plan& bp) noexcept;
 
     // Waits for the device's queued work, ignoring its errors (a run that
     // failed, close, destruction: nothing may still use the buffers).
@@ -517,8 +537,16 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
         }
     }
     for (std::size_t v = 0; v < p.values.size(); ++v)
-        if (p.values[v].kind == ValueKind::persistable && p.values[v].written)
+        if (p.values[v].kind == ValueKind::persistable && p.values[v].written) {
             bp->written_persistables.push_back(bp->vars[v]);
+            if (p.values[v].type != VarType::LOD_TENSOR || p.values[v].place != Place::host) continue;
+            int first = 0;
+            while (std::find(p.steps[static_cast<std::size_t>(first)].outs.begin(),
+                             p.steps[static_cast<std::size_t>(first)].outs.end(),
+                             static_cast<int>(v)) == p.steps[static_cast<std::size_t>(first)].outs.end())
+                ++first;
+            bp->rollback.push_back({bp->tensors[v], first, nullptr});
+        }
     for (int v : p.scope_reads)
         if (p.values[static_cast<std::size_t>(v)].place == Place::device) bp->device_reads.push_back(v);
     for (std::size_t v = 0; v < p.values.size(); ++v)
@@ -696,6 +724,15 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     }
     bind_packing(bp);
     bp.fused = detail::bind_chains(p, bp.steps);
+    // A device reports faults at its waits: any step may fail there.
+    bp.last_fallible = device_ ? static_cast<int>(p.steps.size()) - 1 : -1;
+    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s)
+        if (p.steps[static_cast<std::size_t>(s)].def->may_fail) {
+            int at = s;  // a step in a fused chain runs with the chain's last
+            for (auto& c : p.fused)
+                if (c.first <= s && s <= c.last) at = c.last;
+            bp.last_fallible = std::max(bp.last_fallible, at);
+        }
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
         bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
     p.shaped = true;
@@ -756,19 +793,21 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
             for (Variable* v : vars) v->touch();
         }
     } touch{bp.written_persistables};
+    save_for_rollback(bp);
     const std::size_t n = bp.steps.size();
-    if (!device_ && !step_time) {  // the CPU's loop: one kernel call and one fault test per step
-        for (std::size_t s = 0; s < n; ++s) {
-            bp.steps[s].first(bp.steps[s].second);
-            if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
-        }
-    } else {  // with a device (waits before host steps), or timing each step
-        try {
+    try {
+        if (!device_ && !step_time) {  // the CPU's loop: one kernel call and one fault test per step
+            for (std::size_t s = 0; s < n; ++s) {
+                bp.steps[s].first(bp.steps[s].second);
+                if (bp.fault.failed() || s == detail::test_fail_at_step) throw_fault(bp.fault, bp.plan.steps[s].label);
+            }
+        } else {  // with a device (waits before host steps), or timing each step
             run_steps(bp, step_time);
-        } catch (...) {
-            wait_quietly();  // no queued work may outlive the buffers it uses
-            throw;
         }
+    } catch (...) {
+        wait_quietly();  // no queued work may outlive the buffers it uses
+        roll_back(bp);
+        throw;
     }
     const ExecutionPlan& p = bp.plan;
     for (std::size_t i = 0; i < out.size(); ++i) {
@@ -778,6 +817,32 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
         if (v < 0) out[i].reset();
         else if (first < i) out[i].copy_from(out[first]);
         else hand_out(bp, v, out[i]);
+    }
+}
+
+// Copies the persistables that a failing step could leave half-updated:
+// those first written at or before the last step that may fail. Their
+// buffers are allocated once; a steady state allocates nothing.
+template <device_policy Device>
+auto Session<Device>::save_for_rollback(bound_plan& bp) -> void {
+    const int fallible = detail::test_fail_at_step != SIZE_MAX ? static_cast<int>(bp.steps.size()) - 1 : bp.last_fallible;
+    for (auto& r : bp.rollback) {
+        const Tensor& t = *r.tensor;
+        r.active = r.first_write <= fallible;
+        r.had_value = r.active && t.initialized() && t.place() == Place::host;
+        if (!r.had_value) continue;
+        if (!r.copy || r.copy->bytes() < t.bytes()) r.copy = std::make_unique<Buffer>(t.bytes());
+        if (t.bytes()) std::memcpy(r.copy->data(), t.raw(), t.bytes());
+    }
+}
+
+template <device_policy Device>
+auto Session<Device>::roll_back(bound_plan& bp) noexcept -> void {
+    for (auto& r : bp.rollback) {
+        if (!r.active) continue;
+        Tensor& t = *r.tensor;
+        if (!r.had_value) t.reset();
+        else if (t.bytes()) std::memcpy(t.raw(), r.copy->data(), t.bytes());
     }
 }
 
@@ -794,7 +859,7 @@ auto Session<Device>::run_steps(bound_plan& bp, std::chrono::nanoseconds* step_t
         const auto t0 = step_time ? clock::now() : clock::time_point();
         bp.steps[s].first(bp.steps[s].second);
         if (step_time) step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
-        if (bp.fault.failed()) throw_fault(bp.fault, bp.plan.steps[s].label);
+        if (bp.fault.failed() || s == detail::test_fail_at_step) throw_fault(bp.fault, bp.plan.steps[s].label);
     }
     if (bp.wait_at_end) wait();
 }

@@ -99,7 +99,11 @@ struct elementwise_binary_grad {
 inline OpDef elementwise_add_def() { return elementwise_binary<kernels::add_fn>::make("elementwise_add", "elementwise_add_grad", "Out = X + Y"); }
 inline OpDef elementwise_sub_def() { return elementwise_binary<kernels::sub_fn>::make("elementwise_sub", "elementwise_sub_grad", "Out = X - Y"); }
 inline OpDef elementwise_mul_def() { return elementwise_binary<kernels::mul_fn>::make("elementwise_mul", "elementwise_mul_grad", "Out = X * Y"); }
-inline OpDef elementwise_div_def() { return elementwise_binary<kernels::div_fn>::make("elementwise_div", "elementwise_div_grad", "Out = X / Y"); }
+inline OpDef elementwise_div_def() {
+    OpDef d = elementwise_binary<kernels::div_fn>::make("elementwise_div", "elementwise_div_grad", "Out = X / Y");
+    d.may_fail = true;  // an integer divisor of zero
+    return d;
+}
 inline OpDef elementwise_max_def() { return elementwise_binary<kernels::max_fn>::make("elementwise_max", "elementwise_max_grad", "Out = max(X, Y)"); }
 inline OpDef elementwise_min_def() { return elementwise_binary<kernels::min_fn>::make("elementwise_min", "elementwise_min_grad", "Out = min(X, Y)"); }
 inline OpDef elementwise_pow_def() { return elementwise_binary<kernels::pow_fn>::make("elementwise_pow", "elementwise_pow_grad", "Out = X ^ Y"); }

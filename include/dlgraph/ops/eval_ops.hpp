@@ -38,6 +38,7 @@ struct top_k_op {
 
 inline OpDef top_k_def() {
     OpDef d{"top_k", {{"X"}}, {{"Out"}, {"Indices"}}, {{"k", Attribute::make_int("k", 1)}}, &top_k_op::infer};
+    d.may_fail = true;  // k beyond the row
     d.doc = "Out, Indices = the k largest values of each last-axis row, largest first (ties: lower index)";
     return d;
 }

@@ -40,12 +40,14 @@ inline void fetch_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)
 
 inline OpDef feed_def() {
     OpDef d{"feed", {{"X", false, false, VarType::FEED_MINIBATCH}}, {{"Out"}}, {{"col", Attribute::make_int("col", 0), true}}, &feed_infer};
+    d.may_fail = true;  // a column the list lacks
     d.doc = "Out = a copy of X[col], X being the feed list";
     return d;
 }
 
 inline OpDef fetch_def() {
     OpDef d{"fetch", {{"X"}}, {{"Out", false, false, VarType::FETCH_LIST}}, {{"col", Attribute::make_int("col", 0), true}}, &fetch_infer};
+    d.may_fail = true;  // a negative column
     d.doc = "Out[col] = a copy of X, Out being the fetch list";
     return d;
 }

@@ -33,6 +33,7 @@ inline OpDef save_def() {
             {{"file_path", Attribute::make_string("file_path", ""), true},
              {"overwrite", Attribute::make_bool("overwrite", true)}},
             &save_infer};
+    d.may_fail = true;  // files
     d.doc = "writes X to the .npy file `file_path`";
     return d;
 }
@@ -50,6 +51,7 @@ inline OpDef load_def() {
     // No input and no dtype attribute: the kernel follows Out's dtype (it is
     // the same byte copy under every dtype).
     OpDef d{"load", {}, {{"Out"}}, {{"file_path", Attribute::make_string("file_path", ""), true}}, &load_infer, -1, -1};
+    d.may_fail = true;  // files
     d.doc = "Out = the tensor in the .npy file `file_path` (its dtype and shape must be Out's)";
     return d;
 }
@@ -60,6 +62,7 @@ inline OpDef save_combine_def() {
             {{"file_path", Attribute::make_string("file_path", ""), true},
              {"overwrite", Attribute::make_bool("overwrite", true)}},
             &save_combine_infer};
+    d.may_fail = true;  // files
     d.doc = "writes every X to the .npz archive `file_path` (entries <name>.npy)";
     return d;
 }
@@ -79,6 +82,7 @@ inline OpDef load_combine_def() {
     // As for load: the kernel follows the first output's dtype.
     OpDef d{"load_combine", {}, {{"Out", true}}, {{"file_path", Attribute::make_string("file_path", ""), true}},
             &load_combine_infer, -1, -1};
+    d.may_fail = true;  // files
     d.doc = "Out[...] = the entries <name>.npy of the .npz archive `file_path`";
     return d;
 }

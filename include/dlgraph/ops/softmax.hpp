@@ -99,6 +99,7 @@ struct cross_entropy_op {
 inline OpDef cross_entropy_def() {
     OpDef d{"cross_entropy", {{"X"}, {"Label"}}, {{"Y"}}, {{"soft_label", Attribute::make_bool("soft_label", false)}},
             &cross_entropy_op::infer};
+    d.may_fail = true;  // a label out of range
     d.doc = "Y = -log(X[label]) per row (soft: -sum(label * log(X)))";
     d.no_grad_inputs = {"Label"};
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
@@ -142,6 +143,7 @@ struct cross_entropy_grad_op {
 inline OpDef cross_entropy_grad_def() {
     OpDef d{"cross_entropy_grad", {{"X"}, {"Label"}, {"Y@GRAD"}}, {{"X@GRAD"}},
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &cross_entropy_grad_op::infer};
+    d.may_fail = true;  // a label out of range
     d.doc = "X@GRAD = -Y@GRAD / X at the label (soft: -Y@GRAD * Label / X)";
     return d;
 }
@@ -160,6 +162,7 @@ struct softmax_with_cross_entropy_op {
 inline OpDef softmax_with_cross_entropy_def() {
     OpDef d{"softmax_with_cross_entropy", {{"Logits"}, {"Label"}}, {{"Softmax"}, {"Loss"}},
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_op::infer};
+    d.may_fail = true;  // a label out of range
     d.doc = "Softmax = softmax(Logits); Loss = cross entropy of Softmax and Label, computed stably";
     // As in Paddle, only Loss is differentiated: the gradient reads the saved
     // Softmax, never the logits, and a gradient reaching the Softmax output
@@ -198,6 +201,7 @@ inline OpDef softmax_with_cross_entropy_grad_def() {
     OpDef d{"softmax_with_cross_entropy_grad", {{"Label"}, {"Softmax"}, {"Loss@GRAD"}}, {{"Logits@GRAD"}},
             {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_grad_op::infer};
     d.kernel_slot = 1;  // Softmax: Label may be INT64
+    d.may_fail = true;  // a label out of range
     d.doc = "Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (soft: Softmax * sum(Label) - Label)";
     return d;
 }
