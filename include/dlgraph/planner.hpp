@@ -676,20 +676,18 @@ inline constexpr std::size_t greedy_items_max = 4096;
 DLGRAPH_INLINE std::size_t place_items_linear(std::vector<arena_item>& items) {
     std::vector<arena_item*> by_first, by_last;
     for (auto& it : items) {
+        it.offset = 0;
+        if (it.bytes == 0) continue;  // an empty value takes no room
         by_first.push_back(&it);
         by_last.push_back(&it);
     }
     std::stable_sort(by_first.begin(), by_first.end(), [](auto* a, auto* b) { return a->first < b->first; });
     std::stable_sort(by_last.begin(), by_last.end(), [](auto* a, auto* b) { return a->last < b->last; });
-    std::map<std::size_t, std::size_t> free_at;               // offset -> bytes
-    std::multimap<std::size_t, std::size_t> free_by_size;     // bytes -> offset
+    std::map<std::size_t, std::size_t> free_at;                   // offset -> bytes
+    std::set<std::pair<std::size_t, std::size_t>> free_by_size;  // (bytes, offset)
     auto unlist = [&](std::size_t off, std::size_t bytes) {
         free_at.erase(off);
-        for (auto [a, b] = free_by_size.equal_range(bytes); a != b; ++a)
-            if (a->second == off) {
-                free_by_size.erase(a);
-                break;
-            }
+        free_by_size.erase({bytes, off});
     };
     auto list = [&](std::size_t off, std::size_t bytes) {
         if (auto next = free_at.find(off + bytes); next != free_at.end()) {  // merge with the block after
@@ -713,8 +711,8 @@ DLGRAPH_INLINE std::size_t place_items_linear(std::vector<arena_item>& items) {
     for (arena_item* it : by_first) {
         for (; freed < by_last.size() && by_last[freed]->last < it->first; ++freed)
             list(by_last[freed]->offset, by_last[freed]->bytes);  // placed: its first step came earlier
-        if (auto fit = free_by_size.lower_bound(it->bytes); fit != free_by_size.end()) {
-            const std::size_t off = fit->second, bytes = fit->first;
+        if (auto fit = free_by_size.lower_bound({it->bytes, 0}); fit != free_by_size.end()) {
+            const auto [bytes, off] = *fit;
             unlist(off, bytes);
             it->offset = off;
             if (bytes > it->bytes) list(off + it->bytes, bytes - it->bytes);

@@ -22,6 +22,7 @@
 
 #include "dlgraph/config.hpp"
 #include "dlgraph/fusion.hpp"
+#include "dlgraph/kernels/vec.hpp"
 #include "dlgraph/planner.hpp"
 #include "dlgraph/scope.hpp"
 #include "dlgraph/thread_pool.hpp"
@@ -274,16 +275,20 @@ private:
         std::vector<std::unique_ptr<detail::fused_chain>> fused;  // element-wise chains run as one step
         std::vector<Variable*> written_persistables;              // touched after each run
         // Rollback: the host persistables the plan writes, each with the
-        // step of its first write and, when a step that may fail runs at or
-        // after it, a copy taken before the run (kept for the next runs).
+        // step of its first write, its meta before the call and, when the
+        // call may fail after that write (or reshapes the plan), a copy of
+        // its value (the buffer kept for later calls).
         struct saved_value {
             Tensor* tensor;
             int first_write;
             std::unique_ptr<Buffer> copy;
-            bool active = false, had_value = false;
+            DataType dtype = DataType::FP32;
+            Shape shape;
+            bool copied = false, had_value = false;
         };
         std::vector<saved_value> rollback;
-        int last_fallible = -1;  // the last step that may fail (a fused chain's: its last step)
+        std::vector<Tensor*> unset_reads;  // persistables read without a value: an initializer gives one
+        int last_fallible = -1;  // the last step that may fail (with the element-wise steps a chain may add)
         std::vector<int> device_reads;         // persistables read from the scope that live on the device
         std::vector<int> device_writes;        // persistables the plan writes without reading, on the device
         std::vector<std::uint8_t> wait_before; // per step: a host step after device work waits for it
@@ -536,16 +541,27 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
             bp->reshape_every_run = true;
         }
     }
+    std::vector<int> first_write(p.values.size(), -1);
+    for (int s = static_cast<int>(p.steps.size()) - 1; s >= 0; --s)
+        for (int v : p.steps[static_cast<std::size_t>(s)].outs) first_write[static_cast<std::size_t>(v)] = s;
     for (std::size_t v = 0; v < p.values.size(); ++v)
         if (p.values[v].kind == ValueKind::persistable && p.values[v].written) {
             bp->written_persistables.push_back(bp->vars[v]);
-            if (p.values[v].type != VarType::LOD_TENSOR || p.values[v].place != Place::host) continue;
-            int first = 0;
-            while (std::find(p.steps[static_cast<std::size_t>(first)].outs.begin(),
-                             p.steps[static_cast<std::size_t>(first)].outs.end(),
-                             static_cast<int>(v)) == p.steps[static_cast<std::size_t>(first)].outs.end())
-                ++first;
-            bp->rollback.push_back({bp->tensors[v], first, nullptr});
+            if (p.values[v].type == VarType::LOD_TENSOR && p.values[v].place == Place::host)
+                bp->rollback.push_back({bp->tensors[v], first_write[v], nullptr});
+        }
+    bp->unset_reads.reserve(p.scope_reads.size());
+    // The last step that may fail: on a device any (faults appear at waits);
+    // on the host a may_fail op's, or the end of the element-wise run after
+    // it (a fused chain runs at its last step).
+    const int nsteps = static_cast<int>(p.steps.size());
+    bp->last_fallible = device_ ? nsteps - 1 : -1;
+    for (int s = 0; s < nsteps; ++s)
+        if (p.steps[static_cast<std::size_t>(s)].def->may_fail) {
+            int at = s;
+            if (p.steps[static_cast<std::size_t>(s)].def->fusible.arity)
+                while (at + 1 < nsteps && p.steps[static_cast<std::size_t>(at + 1)].def->fusible.arity) ++at;
+            bp->last_fallible = std::max(bp->last_fallible, at);
         }
     for (int v : p.scope_reads)
         if (p.values[static_cast<std::size_t>(v)].place == Place::device) bp->device_reads.push_back(v);
@@ -656,7 +672,7 @@ auto Session<Device>::bind_feeds(bound_plan& bp, std::span<const Feed> feeds) ->
                 if constexpr (std::is_same_v<T, float16>)
                     throw type_error("dlgraph.type.feed", "cannot feed a scalar to FP16 variable '" + pv.name + "'");
                 else if constexpr (std::is_floating_point_v<T>) *dst.data<T>() = static_cast<T>(sc.f);
-                else *dst.data<T>() = static_cast<T>(sc.dtype == DataType::INT64 ? sc.i : static_cast<std::int64_t>(sc.f));
+                else *dst.data<T>() = sc.dtype == DataType::INT64 ? static_cast<T>(sc.i) : kernels::convert<T>(sc.f);
             });
             continue;
         }
@@ -695,25 +711,26 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     for (std::size_t s = 0; s < mem.slot_bytes.size(); ++s)
         if (!bp.arena[s] || bp.arena[s]->bytes() < mem.slot_bytes[s] || bp.arena[s]->place() != mem.slot_place[s])
             bp.arena[s] = allocate(mem.slot_place[s], mem.slot_bytes[s]);
+    // Values outside the arena (targets' own slots aside: persistables)
+    // keep their buffer, and their value, when it fits; else get a new one.
+    // Everything is allocated before any tensor is rebound, so a refused
+    // allocation leaves every persistable as it was.
+    std::vector<std::shared_ptr<Buffer>> fresh(p.values.size());
+    for (std::size_t v = 0; v < p.values.size(); ++v) {
+        const PlannedValue& pv = p.values[v];
+        const Tensor& t = *bp.tensors[v];
+        if (!pv.written || pv.type != VarType::LOD_TENSOR || pv.in_arena()) continue;
+        const bool fits = t.buffer() && t.place() == pv.place && t.capacity() >= meta_bytes(p.metas[v]) &&
+                          t.raw() == t.buffer()->data();
+        if (!fits) fresh[v] = allocate(pv.place, meta_bytes(p.metas[v]));
+    }
     for (std::size_t v = 0; v < p.values.size(); ++v) {
         const PlannedValue& pv = p.values[v];
         const VarMeta& m = p.metas[v];
         Tensor& t = *bp.tensors[v];
         if (!pv.written || pv.type != VarType::LOD_TENSOR) continue;
-        if (pv.in_arena()) {
-            t.bind(bp.arena[static_cast<std::size_t>(mem.value_slot[v])], m.dtype, m.shape, mem.value_offset[v]);
-        } else if (pv.place == Place::host) {
-            try {
-                t.resize(m.dtype, m.shape);
-            } catch (const std::bad_alloc&) {
-                throw resource_error("dlgraph.resource.alloc", "could not allocate " + bytes_text(meta_bytes(m)) +
-                                                                   " on the host for '" + pv.name + "'");
-            }
-        } else if (t.place() == Place::device && t.capacity() >= meta_bytes(m) && t.raw() == t.buffer()->data()) {
-            t.bind(t.buffer(), m.dtype, m.shape);  // a device persistable keeps its buffer and its value
-        } else {  // its first write, a value put on the host, or too small
-            t.bind(allocate(Place::device, meta_bytes(m)), m.dtype, m.shape);
-        }
+        if (pv.in_arena()) t.bind(bp.arena[static_cast<std::size_t>(mem.value_slot[v])], m.dtype, m.shape, mem.value_offset[v]);
+        else t.bind(fresh[v] ? std::move(fresh[v]) : t.buffer(), m.dtype, m.shape);
     }
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         KernelFn& fn = bp.steps[s].first;
@@ -724,15 +741,6 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     }
     bind_packing(bp);
     bp.fused = detail::bind_chains(p, bp.steps);
-    // A device reports faults at its waits: any step may fail there.
-    bp.last_fallible = device_ ? static_cast<int>(p.steps.size()) - 1 : -1;
-    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s)
-        if (p.steps[static_cast<std::size_t>(s)].def->may_fail) {
-            int at = s;  // a step in a fused chain runs with the chain's last
-            for (auto& c : p.fused)
-                if (c.first <= s && s <= c.last) at = c.last;
-            bp.last_fallible = std::max(bp.last_fallible, at);
-        }
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
         bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
     p.shaped = true;
@@ -776,26 +784,26 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
         std::chrono::nanoseconds* step_time) -> void {
     bind_feeds(bp, feeds);  // checks feeds before anything else changes
     const parallelism_scope threads(opts_.threads);
-    initialize(bp);
-    if (device_ && !device_persistables_in_place(bp)) bp.plan.shaped = false;  // rebind them
-    if (!signature_matches(bp)) shape_pass(bp);
-    for (auto& pk : bp.packed)
-        if (pk.var->generation() != pk.generation) {
-            bp.plan.steps[pk.step].def->prepack(bp.steps[pk.step].second, pk.buf->data());
-            pk.generation = pk.var->generation();
-        }
-    bp.fault.clear();
     // Persistables the plan writes count as changed (Variable::generation)
-    // even when a later step fails: earlier steps may have written them.
+    // after every call, failed or not (packed copies are then redone).
     struct touch_on_exit {
         const std::vector<Variable*>& vars;
         ~touch_on_exit() {
             for (Variable* v : vars) v->touch();
         }
     } touch{bp.written_persistables};
-    save_for_rollback(bp);
+    save_for_rollback(bp);  // before anything changes a persistable
     const std::size_t n = bp.steps.size();
     try {
+        initialize(bp);
+        if (device_ && !device_persistables_in_place(bp)) bp.plan.shaped = false;  // rebind them
+        if (!signature_matches(bp)) shape_pass(bp);
+        for (auto& pk : bp.packed)
+            if (pk.var->generation() != pk.generation) {
+                bp.plan.steps[pk.step].def->prepack(bp.steps[pk.step].second, pk.buf->data());
+                pk.generation = pk.var->generation();
+            }
+        bp.fault.clear();
         if (!device_ && !step_time) {  // the CPU's loop: one kernel call and one fault test per step
             for (std::size_t s = 0; s < n; ++s) {
                 bp.steps[s].first(bp.steps[s].second);
@@ -807,6 +815,9 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
     } catch (...) {
         wait_quietly();  // no queued work may outlive the buffers it uses
         roll_back(bp);
+        // Persistables may have been reset or rebound: every plan binds
+        // its tensors again on its next call.
+        for (auto& other : plans_) other->plan.shaped = false;
         throw;
     }
     const ExecutionPlan& p = bp.plan;
@@ -823,26 +834,50 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
 // Copies the persistables that a failing step could leave half-updated:
 // those first written at or before the last step that may fail. Their
 // buffers are allocated once; a steady state allocates nothing.
+// A call that reshapes the plan may rebind any of them (a shape that
+// follows a feed), so then all are copied.
 template <device_policy Device>
 auto Session<Device>::save_for_rollback(bound_plan& bp) -> void {
-    const int fallible = detail::test_fail_at_step != SIZE_MAX ? static_cast<int>(bp.steps.size()) - 1 : bp.last_fallible;
+    const bool all = detail::test_fail_at_step != SIZE_MAX || !signature_matches(bp);
+    bp.unset_reads.clear();
+    for (int v : bp.plan.scope_reads)
+        if (Tensor* t = bp.tensors[static_cast<std::size_t>(v)]; t != &bp.placeholder && !t->initialized())
+            bp.unset_reads.push_back(t);
     for (auto& r : bp.rollback) {
         const Tensor& t = *r.tensor;
-        r.active = r.first_write <= fallible;
-        r.had_value = r.active && t.initialized() && t.place() == Place::host;
-        if (!r.had_value) continue;
+        r.had_value = t.initialized() && t.place() == Place::host;
+        r.copied = r.had_value && (all || r.first_write <= bp.last_fallible);
+        if (!r.copied) continue;
+        r.dtype = t.dtype();
+        r.shape = t.shape();
         if (!r.copy || r.copy->bytes() < t.bytes()) r.copy = std::make_unique<Buffer>(t.bytes());
         if (t.bytes()) std::memcpy(r.copy->data(), t.raw(), t.bytes());
     }
 }
 
+// Puts back what save_for_rollback saw: values copied are restored (with
+// their dtype and shape), values that had none lose what the call gave
+// them, initializers' included.
 template <device_policy Device>
 auto Session<Device>::roll_back(bound_plan& bp) noexcept -> void {
+    for (Tensor* t : bp.unset_reads) t->reset();
     for (auto& r : bp.rollback) {
-        if (!r.active) continue;
         Tensor& t = *r.tensor;
-        if (!r.had_value) t.reset();
-        else if (t.bytes()) std::memcpy(t.raw(), r.copy->data(), t.bytes());
+        if (!r.had_value) {
+            if (t.initialized() && t.place() == Place::host) t.reset();
+            continue;
+        }
+        if (!r.copied) continue;
+        if (t.dtype() != r.dtype || !(t.shape() == r.shape) || !t.buffer() || t.place() != Place::host ||
+            t.capacity() < r.copy->bytes() || t.raw() != t.buffer()->data()) {
+            try {
+                t.resize(r.dtype, r.shape);
+            } catch (...) {  // no memory to put it back: the value is lost rather than wrong
+                t.reset();
+                continue;
+            }
+        }
+        if (t.bytes()) std::memcpy(t.raw(), r.copy->data(), t.bytes());
     }
 }
 

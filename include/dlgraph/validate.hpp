@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -126,6 +127,10 @@ DLGRAPH_INLINE std::vector<Attribute> normalize_attrs(const OpDef& def, const Op
             throw format_error("dlgraph.format.attr", where + ".attrs." + v.name + ": op '" + op.type + "' expects " +
                                                           std::string(attr_type_name(want)) + ", found " +
                                                           std::string(attr_type_name(v.type)));
+        if (want == AttrType::INT && (v.i < INT32_MIN || v.i > INT32_MAX))
+            throw format_error("dlgraph.format.attr", where + ".attrs." + v.name + ": op '" + op.type +
+                                                          "' takes an INT (int32) here; " + std::to_string(v.i) +
+                                                          " is out of range");
         v.type = want;
         out.push_back(std::move(v));
     }

@@ -204,7 +204,7 @@ inline bool align_dims(const std::int64_t* x, int xr, const std::int64_t* y, int
         }
         return true;
     }
-    if (axis < 0 || axis + yr > xr) return false;
+    if (axis < 0 || axis > xr - yr) return false;  // (axis + yr could overflow)
     r = xr;
     for (int i = 0; i < r; ++i) {
         xa[i] = x[i];

@@ -28,6 +28,10 @@ inline void fill_uniform(T* y, N n, std::uint64_t seed, double lo, double hi) no
 // rounded to T, in order.
 template <class T, class N>
 inline void fill_gaussian(T* y, N n, std::uint64_t seed, double mean, double sd) noexcept {
+    if (!(sd > 0)) {  // std::normal_distribution needs sd > 0; a zero spread is the mean
+        for (std::int64_t i = 0, m = extent(n); i < m; ++i) y[i] = static_cast<T>(mean);
+        return;
+    }
     std::mt19937_64 gen(seed);
     std::normal_distribution<double> dist(mean, sd);
     for (std::int64_t i = 0, m = extent(n); i < m; ++i) y[i] = static_cast<T>(dist(gen));

@@ -19,8 +19,15 @@ inline const Tensor& feed_column(const TensorList& list, std::int64_t col) {
     return t;
 }
 
+// A fetch list grows to hold its highest column; more columns than this is
+// a hostile program, not a model.
+inline constexpr std::int64_t max_fetch_col = 1 << 20;
+
 inline void fetch_column(const Tensor& x, std::int64_t col, TensorList& list) {
     if (col < 0) throw value_error("dlgraph.value.fetch", "fetch: col " + std::to_string(col) + " is negative");
+    if (col >= max_fetch_col)
+        throw value_error("dlgraph.value.fetch", "fetch: col " + std::to_string(col) + " is above the limit of " +
+                                                     std::to_string(max_fetch_col) + " columns");
     if (col >= static_cast<std::int64_t>(list.size())) list.resize(static_cast<std::size_t>(col) + 1);
     list[static_cast<std::size_t>(col)].copy_from(x);
 }
