@@ -279,8 +279,8 @@ private:
         // call may fail after that write (or reshapes the plan), a copy of
         // its value (the buffer kept for later calls).
         struct saved_value {
-            Tensor* tensor;
-            int first_write;
+            Tensor* tensor = nullptr;
+            int first_write = 0;
             std::unique_ptr<Buffer> copy;
             DataType dtype = DataType::FP32;
             Shape shape;
@@ -547,8 +547,12 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
     for (std::size_t v = 0; v < p.values.size(); ++v)
         if (p.values[v].kind == ValueKind::persistable && p.values[v].written) {
             bp->written_persistables.push_back(bp->vars[v]);
-            if (p.values[v].type == VarType::LOD_TENSOR && p.values[v].place == Place::host)
-                bp->rollback.push_back({bp->tensors[v], first_write[v], nullptr});
+            if (p.values[v].type == VarType::LOD_TENSOR && p.values[v].place == Place::host) {
+                typename bound_plan::saved_value r;
+                r.tensor = bp->tensors[v];
+                r.first_write = first_write[v];
+                bp->rollback.push_back(std::move(r));
+            }
         }
     bp->unset_reads.reserve(p.scope_reads.size());
     // The last step that may fail: on a device any (faults appear at waits);
