@@ -4,10 +4,14 @@
 // a checkpoint, and writes the loss and accuracy curves as SVG.
 //   fashion_mnist [--data DIR] [--epochs N] [--batch N] [--lr X] [--decay X] [--hidden N] [--limit N] [--out DIR]
 //   fashion_mnist --eval-only CHECKPOINT_DIR     (a new process, same accuracy)
+//   fashion_mnist --device cuda ...              (on the GPU, in a build with dlgraph::cuda)
 #include <dlgraph/checkpoint.hpp>
 #include <dlgraph/data/idx.hpp>
 #include <dlgraph/dlgraph.hpp>
 #include <dlgraph/optimizer.hpp>
+#ifdef DLGRAPH_HAS_CUDA
+#include <dlgraph/cuda/cuda.hpp>
+#endif
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include "svg_plot.hpp"
 
@@ -33,6 +38,7 @@ struct options {
     double lr = 1e-3;
     double decay = 0.75;  // learning rate multiplier per epoch
     std::int64_t limit = 0;  // use only the first N training examples (0: all)
+    std::string device = "cpu";  // cpu, or cuda (a build with the CUDA backend)
 };
 
 options parse(int argc, char** argv) {
@@ -52,6 +58,7 @@ options parse(int argc, char** argv) {
         else if (a == "--lr") o.lr = std::stod(next());
         else if (a == "--decay") o.decay = std::stod(next());
         else if (a == "--limit") o.limit = std::stoll(next());
+        else if (a == "--device") o.device = next();
         else throw std::runtime_error("unknown option " + a + " (see the comment at the top of fashion_mnist.cpp)");
     }
     return o;
@@ -84,7 +91,7 @@ model build(const options& o) {
 }
 
 // Test accuracy through the program's "accuracy" variable, fed by name.
-std::pair<double, std::int64_t> evaluate(Session<cpu>& s, const data::dataset& test) {
+template <class Device> std::pair<double, std::int64_t> evaluate(Session<Device>& s, const data::dataset& test) {
     data::batcher batches(test, 1000);
     Tensor x, y;
     std::vector<Tensor> out(1);
@@ -112,7 +119,7 @@ void progress(int epoch, int epochs, std::int64_t done, std::int64_t total, doub
     std::fflush(stdout);
 }
 
-int train(const options& o) {
+template <class Device> int train(const options& o) {
     const auto t0 = clock_type::now();
     data::dataset train_set = data::load_images_and_labels(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz");
     data::dataset test_set = data::load_images_and_labels(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
@@ -122,7 +129,7 @@ int train(const options& o) {
                 std::chrono::duration<double>(clock_type::now() - t0).count());
 
     model m = build(o);
-    Session<cpu> s(m.p);
+    Session<Device> s(m.p);
     data::batcher batches(train_set, o.batch, /*seed=*/42);
     const std::vector<TargetRef> targets = m.step.with({TargetRef("loss")});
     std::vector<Tensor> out(targets.size());
@@ -179,9 +186,9 @@ int train(const options& o) {
     return 0;
 }
 
-int eval_only(const options& o) {
+template <class Device> int eval_only(const options& o) {
     data::dataset test_set = data::load_images_and_labels(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
-    Session<cpu> s(load_checkpoint_program(o.eval_only));
+    Session<Device> s(load_checkpoint_program(o.eval_only));
     load_checkpoint(s, o.eval_only);
     auto [acc, correct] = evaluate(s, test_set);
     std::printf("loaded %s; final test accuracy %.4f (%lld/%lld)\n", o.eval_only.c_str(), acc,
@@ -194,7 +201,13 @@ int eval_only(const options& o) {
 int main(int argc, char** argv) {
     try {
         options o = parse(argc, argv);
-        return o.eval_only.empty() ? train(o) : eval_only(o);
+        if (o.device == "cpu") return o.eval_only.empty() ? train<cpu>(o) : eval_only<cpu>(o);
+#ifdef DLGRAPH_HAS_CUDA
+        if (o.device == "cuda") return o.eval_only.empty() ? train<cuda>(o) : eval_only<cuda>(o);
+#else
+        if (o.device == "cuda") throw std::runtime_error("this build has no CUDA backend (CMake found no nvcc)");
+#endif
+        throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fashion_mnist: error: %s\n", e.what());
         return 1;

@@ -1,0 +1,125 @@
+// The CUDA backend's device code, as seen from host C++: launchers on raw
+// device pointers, extents and small geometry structs, each queueing one or
+// two kernels on a stream and returning at once. They are defined in
+// src/cuda/kernels.cu (nvcc) for the element types listed there; the op
+// glue (src/cuda/ops.cpp, a plain C++ file) reads a step's tensors and
+// attributes and calls them. This header includes no CUDA header, so g++
+// compiles everything but the kernels.
+//
+// The per-element math is the kernel core's (kernels/elementwise.hpp: its
+// functors are __host__ __device__), so a device computes what the CPU does;
+// sums may add in another order (block reductions), and exp, log, tanh and
+// pow come from CUDA's math library.
+#pragma once
+
+#include <cstdint>
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace dlgraph::cuda_kernels {
+
+using stream_t = CUstream_st*;
+inline constexpr int max_rank = 8;
+
+// A fault a device kernel met (kernels::fault_code and its facts), in
+// host memory the device writes to (mapped, pinned). The first fault wins.
+struct device_fault {
+    int code;
+    long long a, b, c;
+};
+
+enum class binop : int { add, sub, mul, div, max, min, pow };
+enum class unop : int { relu, sigmoid, tanh, exp, log, sqrt, abs, square };
+enum class redop : int { sum, mean, max };
+
+// How a broadcasting binary op walks its output of `rank` dims zs: X's and
+// Y's element strides per output dim (0 along a dim broadcast).
+struct broadcast_strides {
+    int rank = 0;
+    std::int64_t zs[max_rank] = {}, xst[max_rank] = {}, yst[max_rank] = {};
+};
+
+// z[i] = op(x[.], y[.]) for the n elements of z. An integer division by zero
+// records fault div_by_zero (the element gets 0).
+template <class T>
+void binary(binop op, std::int64_t n, const T* x, const T* y, T* z, const broadcast_strides& g, device_fault* f,
+            stream_t s);
+// The gradients of z = op(x, y): dx (xn elements) and dy (yn elements),
+// each summed over the output elements its element reached; either may be
+// null (not wanted).
+template <class T>
+void binary_grad(binop op, std::int64_t n, std::int64_t xn, std::int64_t yn, const T* x, const T* y, const T* out,
+                 const T* dout, T* dx, T* dy, const broadcast_strides& g, stream_t s);
+template <class T> void unary(unop op, std::int64_t n, const T* x, T* z, stream_t s);
+template <class T> void unary_grad(unop op, std::int64_t n, const T* x, const T* out, const T* dout, T* dx, stream_t s);
+// z = s * x + b (bias_after) or s * (x + b).
+template <class T> void scale(std::int64_t n, const T* x, T* z, T sc, T b, bool bias_after, stream_t s);
+template <class T> void fill(std::int64_t n, T* z, T v, stream_t s);
+// z = convert<D>(x) (kernels::convert: saturating, NaN to 0).
+template <class S, class D> void cast(std::int64_t n, const S* x, D* z, stream_t s);
+// z += x (sum's accumulation; integers wrap).
+template <class T> void add_into(std::int64_t n, const T* x, T* z, stream_t s);
+
+// A reduction: each of `outputs` output elements (the kept dims, row-major)
+// folds `count` elements of X (the reduced dims, row-major). An output
+// element's first X offset is sum(kept index * kept_st); its k-th folded
+// element adds sum(reduced index * red_st).
+struct reduce_walk {
+    int kept_rank = 0, red_rank = 0;
+    std::int64_t kept_ext[max_rank] = {}, kept_st[max_rank] = {}, red_ext[max_rank] = {}, red_st[max_rank] = {};
+    std::int64_t outputs = 0, count = 0;
+};
+template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y, stream_t s);
+// Sends Out@GRAD back over X's n elements: dims and Out's strides per X dim
+// (0 on a reduced dim). sum: dout; mean: dout * scale; max: dout where x
+// equals out.
+struct reduce_grad_walk {
+    int rank = 0;
+    std::int64_t dims[max_rank] = {}, ost[max_rank] = {};
+    std::int64_t n = 0;
+};
+template <class T>
+void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, const T* dout, T* dx, T scale,
+                 stream_t s);
+
+// Softmax along the middle dim of [outer, d, inner] (d > 0) and its gradient.
+template <class T> void softmax(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, T* y, stream_t s);
+template <class T>
+void softmax_grad(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* y, const T* dy, T* dx, stream_t s);
+// Losses over `rows` rows of d classes; a hard label is an int64 class per
+// row (one out of [0, d) records fault label_out_of_range), a soft one a
+// [rows, d] distribution of T.
+template <class T>
+void cross_entropy(bool soft, std::int64_t rows, std::int64_t d, const T* x, const void* label, T* y, device_fault* f,
+                   stream_t s);
+template <class T>
+void cross_entropy_grad(bool soft, std::int64_t rows, std::int64_t d, const T* x, const void* label, const T* dy,
+                        T* dx, device_fault* f, stream_t s);
+template <class T>
+void softmax_with_cross_entropy(bool soft, std::int64_t rows, std::int64_t d, const T* logits, const void* label,
+                                T* softmax, T* loss, device_fault* f, stream_t s);
+template <class T>
+void softmax_with_cross_entropy_grad(bool soft, std::int64_t rows, std::int64_t d, const void* label,
+                                     const T* softmax, const T* dloss, T* dx, device_fault* f, stream_t s);
+
+// Optimizers; scalars that are tensors (learning rate, beta powers) stay in
+// device memory and are read by the kernels.
+template <class T> void sgd(std::int64_t n, const T* p, const T* g, const T* lr, T* out, stream_t s);
+template <class T>
+void momentum(std::int64_t n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* p_out, T* v_out,
+              stream_t s);
+template <class T>
+void adam(std::int64_t n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T beta1, T beta2, T eps,
+          const T* beta1_pow, const T* beta2_pow, T* p_out, T* m1_out, T* m2_out, T* beta1_pow_out, T* beta2_pow_out,
+          stream_t s);
+
+// y[i] = x[sum(index_d(i) * in_st[d])]: i walks Y's dims row-major (a
+// transpose). Elements are moved as bytes: Word is an unsigned integer of
+// the element's size.
+struct permute_walk {
+    int rank = 0;
+    std::int64_t out_dims[max_rank] = {}, in_st[max_rank] = {};
+};
+template <class Word> void permute(std::int64_t n, const permute_walk& w, const Word* x, Word* y, stream_t s);
+
+}  // namespace dlgraph::cuda_kernels

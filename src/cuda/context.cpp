@@ -1,0 +1,213 @@
+// The CUDA backend's context and memory (src/cuda/context.hpp) and the
+// policy's public functions (include/dlgraph/cuda/cuda.hpp).
+#include "context.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "dlgraph/error.hpp"
+
+namespace dlgraph {
+
+CudaOptions cuda::options{};
+
+namespace cuda_detail {
+
+void check(cudaError_t e, const char* call) {
+    if (e == cudaSuccess) return;
+    cudaGetLastError();  // clear a sticky-free error so the next call starts clean
+    throw session_error("dlgraph.cuda.error", std::string("cuda: ") + call + ": " + cudaGetErrorName(e) + " (" +
+                                                  cudaGetErrorString(e) + ")");
+}
+
+void check(cublasStatus_t e, const char* call) {
+    if (e == CUBLAS_STATUS_SUCCESS) return;
+    throw session_error("dlgraph.cuda.error", std::string("cublas: ") + call + ": " + cublasGetStatusName(e) + " (" +
+                                                  cublasGetStatusString(e) + ")");
+}
+
+// ---- memory ----------------------------------------------------------------------------------
+
+void* driver_source::allocate(std::size_t bytes) {
+    void* p = nullptr;
+    if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();  // out of memory is not sticky: clear it
+        throw std::bad_alloc();
+    }
+    return p;
+}
+
+void driver_source::free(void* p, std::size_t) noexcept {
+    cudaSetDevice(device);
+    cudaFree(p);
+}
+
+cuda_memory::cuda_memory(int d) : device(d), driver_(d) {
+    check(cudaSetDevice(d), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+}
+
+cuda_memory::~cuda_memory() {
+    cudaSetDevice(device);
+    cudaStreamSynchronize(stream);  // nothing queued may still use the memory
+    {
+        std::lock_guard lock(mu_);
+        cache_.release_cached();
+    }
+    cudaStreamDestroy(stream);
+}
+
+void* cuda_memory::take(std::size_t bytes) {
+    std::lock_guard lock(mu_);
+    return cache_.allocate(bytes, stream);
+}
+
+// A block freed here may still be read by work queued on the stream; it
+// is reused only for work queued on the same stream later, which runs after.
+void cuda_memory::release(void* data, std::size_t) noexcept {
+    std::lock_guard lock(mu_);
+    cache_.free(data);
+}
+
+void cuda_memory::read(void* host_dst, const void* src, std::size_t bytes) const {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+void cuda_memory::release_cached() noexcept {
+    cudaStreamSynchronize(stream);
+    std::lock_guard lock(mu_);
+    cache_.release_cached();
+}
+
+allocator_stats cuda_memory::stats() const {
+    std::lock_guard lock(mu_);
+    return cache_.stats();
+}
+
+// ---- context ---------------------------------------------------------------------------------
+
+cuda_context::cuda_context(const CudaOptions& opts) {
+    std::string why;
+    const int n = cuda_device_count(&why);
+    if (n == 0) throw session_error("dlgraph.cuda.unavailable", "cuda: no GPU is usable here (" + why + ")");
+    if (opts.device < 0 || opts.device >= n)
+        throw session_error("dlgraph.cuda.unavailable", "cuda: device " + std::to_string(opts.device) +
+                                                            " does not exist (" + std::to_string(n) + " GPUs)");
+    memory_ = std::make_shared<cuda_memory>(opts.device);
+    try {
+        check(cublasCreate(&blas_), "cublasCreate");
+        check(cublasSetStream(blas_, memory_->stream), "cublasSetStream");
+        check(cublasSetMathMode(blas_, opts.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+              "cublasSetMathMode");
+        if (opts.cublas_workspace_bytes) {
+            workspace_ = memory_->take(opts.cublas_workspace_bytes);
+            workspace_bytes_ = opts.cublas_workspace_bytes;
+            check(cublasSetWorkspace(blas_, workspace_, workspace_bytes_), "cublasSetWorkspace");
+        }
+        void* f = nullptr;
+        check(cudaHostAlloc(&f, sizeof(cuda_kernels::device_fault), cudaHostAllocMapped), "cudaHostAlloc");
+        fault_host_ = static_cast<cuda_kernels::device_fault*>(f);
+        std::memset(fault_host_, 0, sizeof(*fault_host_));
+        void* fd = nullptr;
+        check(cudaHostGetDevicePointer(&fd, f, 0), "cudaHostGetDevicePointer");
+        fault_device_ = static_cast<cuda_kernels::device_fault*>(fd);
+    } catch (...) {
+        free_resources();  // those made so far
+        throw;
+    }
+}
+
+cuda_context::~cuda_context() { free_resources(); }
+
+void cuda_context::free_resources() noexcept {
+    if (!memory_) return;
+    cudaSetDevice(memory_->device);
+    cudaStreamSynchronize(memory_->stream);
+    if (blas_) cublasDestroy(blas_);
+    blas_ = nullptr;
+    if (workspace_) memory_->release(workspace_, workspace_bytes_);
+    workspace_ = nullptr;
+    if (fault_host_) cudaFreeHost(fault_host_);
+    fault_host_ = nullptr;
+    memory_.reset();  // freed when the last buffer goes
+}
+
+KernelFn cuda_context::kernel(const OpDef& def, DataType t) const noexcept { return cuda_kernel(def, t); }
+
+std::shared_ptr<Buffer> cuda_context::allocate(std::size_t bytes) {
+    return std::make_shared<Buffer>(memory_->take(bytes), bytes, memory_);
+}
+
+void cuda_context::to_device(void* dst, const void* host_src, std::size_t bytes) {
+    ++to_device_;
+    check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, memory_->stream), "cudaMemcpyAsync");
+}
+
+void cuda_context::to_host(void* host_dst, const void* src, std::size_t bytes) {
+    ++to_host_;
+    check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, memory_->stream), "cudaMemcpyAsync");
+}
+
+void cuda_context::synchronize() {
+    ++syncs_;
+    const cudaError_t e = cudaStreamSynchronize(memory_->stream);
+    const cudaError_t launch = cudaGetLastError();  // a launch that failed before it was queued
+    if (fault_host_->code != 0) {
+        if (fault_target_)
+            fault_target_->raise(static_cast<kernels::fault_code>(fault_host_->code), fault_host_->a, fault_host_->b,
+                                 fault_host_->c);
+        fault_host_->code = 0;
+    }
+    check(e, "cudaStreamSynchronize");
+    check(launch, "kernel launch");
+}
+
+CudaStats cuda_context::stats() const {
+    const allocator_stats a = memory_->stats();
+    CudaStats s;
+    s.reserved_bytes = a.reserved;
+    s.peak_reserved_bytes = a.peak_reserved;
+    s.allocated_bytes = a.allocated;
+    s.peak_allocated_bytes = a.peak_allocated;
+    s.device_mallocs = a.raw_allocs;
+    s.device_frees = a.raw_frees;
+    s.synchronizations = syncs_;
+    s.kernel_steps = kernel_steps;
+    s.copies_to_device = to_device_;
+    s.copies_to_host = to_host_;
+    return s;
+}
+
+}  // namespace cuda_detail
+
+std::unique_ptr<DeviceContext> cuda::make_context() { return std::make_unique<cuda_detail::cuda_context>(options); }
+
+int cuda_device_count(std::string* why) {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        if (why) *why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+        return 0;
+    }
+    if (n == 0 && why) *why = "the CUDA runtime sees no device";
+    return n;
+}
+
+namespace {
+const cuda_detail::cuda_context& as_cuda(const DeviceContext* d) {
+    auto* c = dynamic_cast<const cuda_detail::cuda_context*>(d);
+    if (!c) throw session_error("dlgraph.cuda.context", "cuda: this session has no CUDA context");
+    return *c;
+}
+}  // namespace
+
+bool cuda_has_kernel(const OpDef& def, DataType t) noexcept { return cuda_detail::cuda_kernel(def, t) != nullptr; }
+
+CudaStats cuda_stats(const DeviceContext* d) { return as_cuda(d).stats(); }
+
+void cuda_release_cached(DeviceContext* d) { const_cast<cuda_detail::cuda_context&>(as_cuda(d)).release_cached(); }
+
+}  // namespace dlgraph

@@ -1,0 +1,97 @@
+// The CUDA backend's context, shared by src/cuda/context.cpp (its members)
+// and src/cuda/ops.cpp (the op glue, which launches on its stream and
+// cuBLAS handle). Plain C++ over the CUDA runtime and cuBLAS headers.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dlgraph/cuda/allocator.hpp"
+#include "dlgraph/cuda/cuda.hpp"
+#include "dlgraph/cuda/launch.hpp"
+#include "dlgraph/op.hpp"
+
+namespace dlgraph::cuda_detail {
+
+// Throws session_error "dlgraph.cuda.error" naming the call when `e` is an error.
+void check(cudaError_t e, const char* call);
+void check(cublasStatus_t e, const char* call);
+
+// The device memory of one context: its stream and its caching allocator.
+// Buffers keep it alive (DeviceMemory), so it owns the stream they were
+// allocated for and outlives the context when a tensor does.
+// Segments straight from the driver (cudaMalloc / cudaFree on one device).
+struct driver_source final : raw_source {
+    explicit driver_source(int d) : device(d) {}
+    void* allocate(std::size_t bytes) override;
+    void free(void* p, std::size_t bytes) noexcept override;
+    const int device;
+};
+
+class cuda_memory final : public DeviceMemory {
+public:
+    explicit cuda_memory(int device);
+    ~cuda_memory() override;
+    // A block of device memory (throws std::bad_alloc when there is none).
+    void* take(std::size_t bytes);
+    void release(void* data, std::size_t bytes) noexcept override;
+    void read(void* host_dst, const void* src, std::size_t bytes) const override;
+    void release_cached() noexcept;
+    allocator_stats stats() const;
+
+    const int device;
+    cudaStream_t stream = nullptr;
+
+private:
+    mutable std::mutex mu_;
+    driver_source driver_;
+    caching_allocator cache_{driver_};
+};
+
+class cuda_context final : public DeviceContext {
+public:
+    explicit cuda_context(const CudaOptions& opts);
+    ~cuda_context() override;
+    std::string_view name() const noexcept override { return "cuda"; }
+    KernelFn kernel(const OpDef& def, DataType t) const noexcept override;
+    std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
+    void to_device(void* dst, const void* host_src, std::size_t bytes) override;
+    void to_host(void* host_dst, const void* src, std::size_t bytes) override;
+    void synchronize() override;
+
+    cudaStream_t stream() const noexcept { return memory_->stream; }
+    cublasHandle_t blas() const noexcept { return blas_; }
+    // The fault slot a kernel that can meet bad data writes to; the fault is
+    // raised into `target` (the step's KernelFault) at the next synchronize.
+    cuda_kernels::device_fault* fault_slot(KernelFault* target) noexcept {
+        fault_target_ = target;
+        return fault_device_;
+    }
+    CudaStats stats() const;
+    void release_cached() noexcept { memory_->release_cached(); }
+    std::size_t kernel_steps = 0;
+
+private:
+    void free_resources() noexcept;
+    std::shared_ptr<cuda_memory> memory_;
+    cublasHandle_t blas_ = nullptr;
+    void* workspace_ = nullptr;
+    std::size_t workspace_bytes_ = 0;
+    cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned, mapped
+    cuda_kernels::device_fault* fault_device_ = nullptr;  // the same memory as the device sees it
+    KernelFault* fault_target_ = nullptr;
+    std::size_t syncs_ = 0, to_device_ = 0, to_host_ = 0;
+};
+
+// The CUDA kernel of `def` at dtype `t`, or nullptr (src/cuda/ops.cpp).
+KernelFn cuda_kernel(const OpDef& def, DataType t) noexcept;
+
+// The context a device step runs in.
+inline cuda_context& context_of(const KernelContext& c) { return *static_cast<cuda_context*>(c.device); }
+
+}  // namespace dlgraph::cuda_detail

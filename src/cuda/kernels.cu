@@ -1,0 +1,619 @@
+// The CUDA backend's kernels (declared in include/dlgraph/cuda/launch.hpp).
+// Element-wise kernels are grid-stride loops over the kernel core's
+// functors; reductions and row kernels give each output element (or row) a
+// block of `block_threads` threads that stride over it and combine in
+// shared memory. Every index is 64-bit. Nothing here allocates, syncs or
+// throws: a launch error is left for the stream's next synchronization.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "dlgraph/cuda/launch.hpp"
+#include "dlgraph/kernels/elementwise.hpp"
+
+namespace dlgraph::cuda_kernels {
+
+namespace k = dlgraph::kernels;
+using i64 = std::int64_t;
+
+namespace {
+
+constexpr int block_threads = 256;
+constexpr i64 max_blocks = i64(1) << 20;
+
+// Blocks for a grid-stride loop over n elements.
+unsigned grid_for(i64 n) {
+    const i64 b = (n + block_threads - 1) / block_threads;
+    return static_cast<unsigned>(b < 1 ? 1 : b > max_blocks ? max_blocks : b);
+}
+// Blocks for one block per item (rows, output elements).
+unsigned grid_items(i64 items) { return static_cast<unsigned>(items < 1 ? 1 : items > max_blocks ? max_blocks : items); }
+
+__device__ inline i64 first_index() { return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline i64 stride_all() { return static_cast<i64>(gridDim.x) * blockDim.x; }
+
+__device__ void raise_fault(device_fault* f, k::fault_code code, i64 a = 0, i64 b = 0, i64 c = 0) {
+    if (atomicCAS(&f->code, 0, static_cast<int>(code)) == 0) {
+        f->a = a;
+        f->b = b;
+        f->c = c;
+    }
+}
+
+// ---- element-wise --------------------------------------------------------------------------
+
+template <class T, class F>
+__global__ void binary_kernel(i64 n, const T* x, const T* y, T* z, broadcast_strides g, F f, device_fault* fault) {
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        i64 rest = i, ox = 0, oy = 0;
+        for (int d = g.rank - 1; d >= 0; --d) {
+            const i64 c = rest % g.zs[d];
+            rest /= g.zs[d];
+            ox += c * g.xst[d];
+            oy += c * g.yst[d];
+        }
+        const T b = y[oy];
+        if constexpr (std::is_integral_v<T> && std::is_same_v<F, k::div_fn>)
+            if (b == T(0)) raise_fault(fault, k::fault_code::div_by_zero);
+        z[i] = f(x[ox], b);
+    }
+}
+
+// Same-shaped operands (or a scalar one): no index arithmetic.
+template <class T, class F>
+__global__ void binary_flat_kernel(i64 n, const T* x, int sx, const T* y, int sy, T* z, F f, device_fault* fault) {
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        const T b = y[i * sy];
+        if constexpr (std::is_integral_v<T> && std::is_same_v<F, k::div_fn>)
+            if (b == T(0)) raise_fault(fault, k::fault_code::div_by_zero);
+        z[i] = f(x[i * sx], b);
+    }
+}
+
+template <class T, class F> void binary_as(F f, i64 n, const T* x, const T* y, T* z, const broadcast_strides& g,
+                                           device_fault* fault, stream_t s) {
+    if (n == 0) return;
+    // Flat when every dim walks X and Y alike: both whole, or one a scalar.
+    bool x_full = true, y_full = true, x_scalar = true, y_scalar = true;
+    i64 st = 1;
+    for (int d = g.rank - 1; d >= 0; --d) {
+        if (g.zs[d] != 1) {
+            x_full = x_full && g.xst[d] == st;
+            y_full = y_full && g.yst[d] == st;
+            x_scalar = x_scalar && g.xst[d] == 0;
+            y_scalar = y_scalar && g.yst[d] == 0;
+        }
+        st *= g.zs[d];
+    }
+    if ((x_full || x_scalar) && (y_full || y_scalar))
+        binary_flat_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, x_full ? 1 : 0, y, y_full ? 1 : 0, z, f, fault);
+    else binary_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, y, z, g, f, fault);
+}
+
+template <class T, class F> __global__ void unary_kernel(i64 n, const T* x, T* z, F f) {
+    for (i64 i = first_index(); i < n; i += stride_all()) z[i] = f(x[i]);
+}
+template <class T, class F> __global__ void unary_grad_kernel(i64 n, const T* x, const T* out, const T* d, T* dx, F f) {
+    for (i64 i = first_index(); i < n; i += stride_all()) dx[i] = f.grad(x[i], out[i], d[i]);
+}
+
+template <class T, class F> void unary_as(F f, i64 n, const T* x, T* z, stream_t s) {
+    if (n > 0) unary_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, z, f);
+}
+
+// Binary gradients without broadcasting: one pass.
+template <class T, class F>
+__global__ void binary_grad_flat_kernel(i64 n, const T* x, const T* y, const T* out, const T* d, T* dx, T* dy, F f) {
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        if (dx) dx[i] = f.dx(x[i], y[i], out[i], d[i]);
+        if (dy) dy[i] = f.dy(x[i], y[i], out[i], d[i]);
+    }
+}
+
+// With broadcasting: one thread per element of the gradient it writes (of
+// operand A, the other being B), summing over the output elements that
+// element reached in output order, as the CPU's walk adds them. ast/bst are
+// A's and B's strides per output dim; along a dim where A's stride is 0
+// (and the output's extent is not 1) A was broadcast.
+template <bool ForX, class T, class F>
+__global__ void binary_grad_reduce_kernel(i64 an, const T* x, const T* y, const T* out, const T* d, T* da,
+                                          broadcast_strides g, F f) {
+    const i64* ast = ForX ? g.xst : g.yst;
+    const i64* bst = ForX ? g.yst : g.xst;
+    for (i64 j = first_index(); j < an; j += stride_all()) {
+        // A's index j as output coordinates along A's own dims.
+        i64 rest = j, zbase = 0, bbase = 0;
+        i64 zst = 1;
+        i64 zstride[max_rank];
+        for (int dd = g.rank - 1; dd >= 0; --dd) {
+            zstride[dd] = zst;
+            zst *= g.zs[dd];
+        }
+        for (int dd = g.rank - 1; dd >= 0; --dd) {
+            if (ast[dd] == 0 && g.zs[dd] != 1) continue;  // broadcast: walked below
+            const i64 c = rest % g.zs[dd];
+            rest /= g.zs[dd];
+            zbase += c * zstride[dd];
+            bbase += c * bst[dd];
+        }
+        // Odometer over the broadcast dims, in output order.
+        i64 idx[max_rank] = {};
+        T acc = T(0);
+        i64 zo = zbase, bo = bbase;
+        while (true) {
+            const T a = ForX ? f.dx(x[j], y[bo], out[zo], d[zo]) : f.dy(x[bo], y[j], out[zo], d[zo]);
+            acc += a;
+            int dd = g.rank - 1;
+            for (; dd >= 0; --dd) {
+                if (!(ast[dd] == 0 && g.zs[dd] != 1)) continue;
+                zo += zstride[dd];
+                bo += bst[dd];
+                if (++idx[dd] < g.zs[dd]) break;
+                zo -= zstride[dd] * g.zs[dd];
+                bo -= bst[dd] * g.zs[dd];
+                idx[dd] = 0;
+            }
+            if (dd < 0) break;
+        }
+        da[j] = acc;
+    }
+}
+
+template <class T, class F>
+void binary_grad_as(F f, i64 n, i64 xn, i64 yn, const T* x, const T* y, const T* out, const T* d, T* dx, T* dy,
+                    const broadcast_strides& g, stream_t s) {
+    if (xn == n && yn == n) {
+        if (n > 0) binary_grad_flat_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, y, out, d, dx, dy, f);
+        return;
+    }
+    if (n == 0) {  // nothing reached the operands
+        if (dx && xn) cudaMemsetAsync(dx, 0, static_cast<std::size_t>(xn) * sizeof(T), s);
+        if (dy && yn) cudaMemsetAsync(dy, 0, static_cast<std::size_t>(yn) * sizeof(T), s);
+        return;
+    }
+    if (dx && xn) binary_grad_reduce_kernel<true><<<grid_for(xn), block_threads, 0, s>>>(xn, x, y, out, d, dx, g, f);
+    if (dy && yn) binary_grad_reduce_kernel<false><<<grid_for(yn), block_threads, 0, s>>>(yn, x, y, out, d, dy, g, f);
+}
+
+template <class Visit> void visit_binop(binop op, Visit v) {
+    switch (op) {
+        case binop::add: return v(k::add_fn{});
+        case binop::sub: return v(k::sub_fn{});
+        case binop::mul: return v(k::mul_fn{});
+        case binop::div: return v(k::div_fn{});
+        case binop::max: return v(k::max_fn{});
+        case binop::min: return v(k::min_fn{});
+        case binop::pow: return v(k::pow_fn{});
+    }
+}
+template <class Visit> void visit_unop(unop op, Visit v) {
+    switch (op) {
+        case unop::relu: return v(k::relu_fn{});
+        case unop::sigmoid: return v(k::sigmoid_fn{});
+        case unop::tanh: return v(k::tanh_fn{});
+        case unop::exp: return v(k::exp_fn{});
+        case unop::log: return v(k::log_fn{});
+        case unop::sqrt: return v(k::sqrt_fn{});
+        case unop::abs: return v(k::abs_fn{});
+        case unop::square: return v(k::square_fn{});
+    }
+}
+
+template <class T> __global__ void fill_kernel(i64 n, T* z, T v) {
+    for (i64 i = first_index(); i < n; i += stride_all()) z[i] = v;
+}
+template <class S, class D> __global__ void cast_kernel(i64 n, const S* x, D* z) {
+    for (i64 i = first_index(); i < n; i += stride_all()) z[i] = k::convert<D>(x[i]);
+}
+template <class T> __global__ void add_into_kernel(i64 n, const T* x, T* z) {
+    for (i64 i = first_index(); i < n; i += stride_all()) z[i] = k::wrap_add(z[i], x[i]);
+}
+
+// ---- block reductions ----------------------------------------------------------------------
+
+// Combines each thread's v over the block with f; every thread gets the result.
+template <class T, class F> __device__ T block_fold(T v, F f) {
+    __shared__ T part[block_threads];
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int w = block_threads / 2; w > 0; w /= 2) {
+        if (static_cast<int>(threadIdx.x) < w) part[threadIdx.x] = f(part[threadIdx.x], part[threadIdx.x + w]);
+        __syncthreads();
+    }
+    const T r = part[0];
+    __syncthreads();  // part is reused by the next fold
+    return r;
+}
+
+template <class T> __host__ __device__ T max_identity() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+}
+
+template <class T, class F>
+__global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, bool mean) {
+    for (i64 o = blockIdx.x; o < w.outputs; o += gridDim.x) {
+        i64 rest = o, base = 0;
+        for (int d = w.kept_rank - 1; d >= 0; --d) {
+            base += rest % w.kept_ext[d] * w.kept_st[d];
+            rest /= w.kept_ext[d];
+        }
+        T acc = init;
+        for (i64 r = threadIdx.x; r < w.count; r += blockDim.x) {
+            i64 rr = r, off = base;
+            for (int d = w.red_rank - 1; d >= 0; --d) {
+                off += rr % w.red_ext[d] * w.red_st[d];
+                rr /= w.red_ext[d];
+            }
+            acc = f(acc, x[off]);
+        }
+        acc = block_fold(acc, f);
+        if (threadIdx.x == 0) {
+            if constexpr (std::is_floating_point_v<T>)
+                if (mean) acc = acc * (T(1) / static_cast<T>(w.count));
+            y[o] = acc;
+        }
+    }
+}
+
+template <class T>
+__global__ void reduce_grad_kernel(redop op, reduce_grad_walk w, const T* x, const T* out, const T* dout, T* dx,
+                                   T scale) {
+    for (i64 i = first_index(); i < w.n; i += stride_all()) {
+        i64 rest = i, o = 0;
+        for (int d = w.rank - 1; d >= 0; --d) {
+            o += rest % w.dims[d] * w.ost[d];
+            rest /= w.dims[d];
+        }
+        if (op == redop::max) dx[i] = x[i] == out[o] ? dout[o] : T(0);
+        else if (op == redop::mean) dx[i] = dout[o] * scale;
+        else dx[i] = dout[o];
+    }
+}
+
+// ---- softmax and losses --------------------------------------------------------------------
+
+// A row of d elements at x + base with stride `st`: softmax into y; returns
+// log(sum(exp)) (every thread).
+template <class T> __device__ T softmax_row(const T* x, T* y, i64 base, i64 st, i64 d) {
+    T m = max_identity<T>();
+    for (i64 j = threadIdx.x; j < d; j += blockDim.x) m = k::vm::max(m, x[base + j * st]);
+    m = block_fold(m, k::max_fn{});
+    const T shift = isfinite(m) ? m : T(0);
+    T sum = 0;
+    for (i64 j = threadIdx.x; j < d; j += blockDim.x) {
+        const T e = exp(x[base + j * st] - shift);
+        y[base + j * st] = e;
+        sum += e;
+    }
+    sum = block_fold(sum, k::add_fn{});
+    const T inv = T(1) / sum;
+    for (i64 j = threadIdx.x; j < d; j += blockDim.x) y[base + j * st] *= inv;
+    return shift + log(sum);
+}
+
+template <class T> __global__ void softmax_kernel(i64 outer, i64 d, i64 inner, const T* x, T* y) {
+    for (i64 r = blockIdx.x; r < outer * inner; r += gridDim.x) {
+        const i64 base = r / inner * d * inner + r % inner;
+        softmax_row(x, y, base, inner, d);
+    }
+}
+
+template <class T> __global__ void softmax_grad_kernel(i64 outer, i64 d, i64 inner, const T* y, const T* dy, T* dx) {
+    for (i64 r = blockIdx.x; r < outer * inner; r += gridDim.x) {
+        const i64 base = r / inner * d * inner + r % inner;
+        T dot = 0;
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) dot += y[base + j * inner] * dy[base + j * inner];
+        dot = block_fold(dot, k::add_fn{});
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) {
+            const i64 at = base + j * inner;
+            dx[at] = y[at] * (dy[at] - dot);
+        }
+    }
+}
+
+// The row's hard label, or -1 after recording the fault when it is out of range.
+__device__ inline i64 row_label(const void* label, i64 r, i64 d, device_fault* f) {
+    const i64 l = static_cast<const i64*>(label)[r];
+    if (l < 0 || l >= d) {
+        raise_fault(f, k::fault_code::label_out_of_range, l, r, d);
+        return -1;
+    }
+    return l;
+}
+
+template <class T> __global__ void cross_entropy_hard_kernel(i64 rows, i64 d, const T* x, const void* label, T* y,
+                                                             device_fault* f) {
+    for (i64 r = first_index(); r < rows; r += stride_all()) {
+        const i64 l = row_label(label, r, d, f);
+        if (l >= 0) y[r] = -log(x[r * d + l]);
+    }
+}
+template <class T> __global__ void cross_entropy_soft_kernel(i64 rows, i64 d, const T* x, const T* label, T* y) {
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        T acc = 0;
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) acc += label[r * d + j] * log(x[r * d + j]);
+        acc = block_fold(acc, k::add_fn{});
+        if (threadIdx.x == 0) y[r] = -acc;
+    }
+}
+template <class T>
+__global__ void cross_entropy_grad_kernel(bool soft, i64 rows, i64 d, const T* x, const void* label, const T* dy, T* dx,
+                                          device_fault* f) {
+    for (i64 i = first_index(); i < rows * d; i += stride_all()) {
+        const i64 r = i / d, j = i % d;
+        if (soft) {
+            dx[i] = -dy[r] * static_cast<const T*>(label)[i] / x[i];
+        } else {
+            const i64 l = row_label(label, r, d, f);
+            if (l >= 0) dx[i] = j == l ? -dy[r] / x[i] : T(0);
+        }
+    }
+}
+
+template <class T>
+__global__ void swce_kernel(bool soft, i64 rows, i64 d, const T* logits, const void* label, T* sm, T* loss,
+                            device_fault* f) {
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        if (d == 0) {  // no classes: loss 0 (a hard label cannot be in range)
+            if (threadIdx.x == 0) {
+                if (soft) loss[r] = 0;
+                else row_label(label, r, d, f);
+            }
+            continue;
+        }
+        const i64 l = soft ? 0 : static_cast<const i64*>(label)[r];
+        if (!soft && (l < 0 || l >= d)) {  // the same for every thread of the block
+            if (threadIdx.x == 0) raise_fault(f, k::fault_code::label_out_of_range, l, r, d);
+            continue;
+        }
+        const T lse = softmax_row(logits, sm, r * d, 1, d);
+        if (!soft) {
+            if (threadIdx.x == 0) loss[r] = lse - logits[r * d + l];
+            continue;
+        }
+        const T* lr = static_cast<const T*>(label) + r * d;
+        T acc = 0;
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) acc += lr[j] * (lse - logits[r * d + j]);
+        acc = block_fold(acc, k::add_fn{});
+        if (threadIdx.x == 0) loss[r] = acc;
+    }
+}
+
+template <class T>
+__global__ void swce_grad_hard_kernel(i64 rows, i64 d, const void* label, const T* sm, const T* dl, T* dx,
+                                      device_fault* f) {
+    for (i64 i = first_index(); i < rows * d; i += stride_all()) {
+        const i64 r = i / d, j = i % d;
+        const i64 l = row_label(label, r, d, f);
+        if (l < 0) continue;
+        const T g = dl[r];
+        const T v = sm[i] * g;
+        dx[i] = j == l ? v - g : v;
+    }
+}
+template <class T> __global__ void swce_grad_soft_kernel(i64 rows, i64 d, const T* label, const T* sm, const T* dl, T* dx) {
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        T lsum = 0;
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) lsum += label[r * d + j];
+        lsum = block_fold(lsum, k::add_fn{});
+        const T g = dl[r];
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) dx[r * d + j] = (sm[r * d + j] * lsum - label[r * d + j]) * g;
+    }
+}
+
+// ---- optimizers ----------------------------------------------------------------------------
+
+template <class T> __global__ void sgd_kernel(i64 n, const T* p, const T* g, const T* lr, T* out) {
+    const T rate = *lr;
+    for (i64 i = first_index(); i < n; i += stride_all()) out[i] = p[i] - rate * g[i];
+}
+template <class T>
+__global__ void momentum_kernel(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* po,
+                                T* vo) {
+    const T rate = *lr;
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        const T vn = mu * v[i] + g[i];
+        vo[i] = vn;
+        po[i] = p[i] - rate * (nesterov ? g[i] + mu * vn : vn);
+    }
+}
+template <class T>
+__global__ void adam_kernel(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T b1, T b2, T eps,
+                            const T* b1p, const T* b2p, T* po, T* m1o, T* m2o) {
+    const T lr_t = *lr * sqrt(T(1) - *b2p) / (T(1) - *b1p);
+    const T eps_t = eps * sqrt(T(1) - *b2p);
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        const T a = b1 * m1[i] + (T(1) - b1) * g[i];
+        const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
+        m1o[i] = a;
+        m2o[i] = b;
+        po[i] = p[i] - lr_t * a / (sqrt(b) + eps_t);
+    }
+}
+// After adam_kernel on the same stream (which reads the powers), so the
+// powers may be updated in place.
+template <class T> __global__ void adam_pow_kernel(const T* b1p, const T* b2p, T b1, T b2, T* b1po, T* b2po) {
+    const T a = *b1p * b1, b = *b2p * b2;
+    *b1po = a;
+    *b2po = b;
+}
+
+template <class Word> __global__ void permute_kernel(i64 n, permute_walk w, const Word* x, Word* y) {
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        i64 rest = i, off = 0;
+        for (int d = w.rank - 1; d >= 0; --d) {
+            off += rest % w.out_dims[d] * w.in_st[d];
+            rest /= w.out_dims[d];
+        }
+        y[i] = x[off];
+    }
+}
+
+}  // namespace
+
+// ---- launchers -----------------------------------------------------------------------------
+
+template <class T>
+void binary(binop op, i64 n, const T* x, const T* y, T* z, const broadcast_strides& g, device_fault* f, stream_t s) {
+    visit_binop(op, [&](auto fn) { binary_as<T>(fn, n, x, y, z, g, f, s); });
+}
+template <class T>
+void binary_grad(binop op, i64 n, i64 xn, i64 yn, const T* x, const T* y, const T* out, const T* dout, T* dx, T* dy,
+                 const broadcast_strides& g, stream_t s) {
+    visit_binop(op, [&](auto fn) { binary_grad_as<T>(fn, n, xn, yn, x, y, out, dout, dx, dy, g, s); });
+}
+template <class T> void unary(unop op, i64 n, const T* x, T* z, stream_t s) {
+    visit_unop(op, [&](auto fn) {
+        using F = decltype(fn);
+        // Integers have abs and square only (as on the CPU).
+        if constexpr (std::is_floating_point_v<T> || std::is_same_v<F, k::abs_fn> || std::is_same_v<F, k::square_fn>)
+            unary_as<T>(fn, n, x, z, s);
+    });
+}
+template <class T> void unary_grad(unop op, i64 n, const T* x, const T* out, const T* dout, T* dx, stream_t s) {
+    if (n == 0) return;
+    visit_unop(op, [&](auto fn) { unary_grad_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, out, dout, dx, fn); });
+}
+template <class T> void scale(i64 n, const T* x, T* z, T sc, T b, bool bias_after, stream_t s) {
+    if (bias_after) unary_as<T>(k::scale_fn<T, true>{sc, b}, n, x, z, s);
+    else unary_as<T>(k::scale_fn<T, false>{sc, b}, n, x, z, s);
+}
+template <class T> void fill(i64 n, T* z, T v, stream_t s) {
+    if (n > 0) fill_kernel<<<grid_for(n), block_threads, 0, s>>>(n, z, v);
+}
+template <class S, class D> void cast(i64 n, const S* x, D* z, stream_t s) {
+    if (n > 0) cast_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, z);
+}
+template <class T> void add_into(i64 n, const T* x, T* z, stream_t s) {
+    if (n > 0) add_into_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, z);
+}
+
+template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y, stream_t s) {
+    if (w.outputs == 0) return;
+    const unsigned grid = grid_items(w.outputs);
+    if (op == redop::max) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, max_identity<T>(), k::max_fn{}, false);
+    else reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(0), k::add_fn{}, op == redop::mean);
+}
+template <class T>
+void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, const T* dout, T* dx, T scale,
+                 stream_t s) {
+    if (w.n > 0) reduce_grad_kernel<<<grid_for(w.n), block_threads, 0, s>>>(op, w, x, out, dout, dx, scale);
+}
+
+template <class T> void softmax(i64 outer, i64 d, i64 inner, const T* x, T* y, stream_t s) {
+    if (outer * inner > 0 && d > 0) softmax_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, x, y);
+}
+template <class T> void softmax_grad(i64 outer, i64 d, i64 inner, const T* y, const T* dy, T* dx, stream_t s) {
+    if (outer * inner > 0 && d > 0)
+        softmax_grad_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, y, dy, dx);
+}
+template <class T>
+void cross_entropy(bool soft, i64 rows, i64 d, const T* x, const void* label, T* y, device_fault* f, stream_t s) {
+    if (rows == 0) return;
+    if (soft) cross_entropy_soft_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, d, x, static_cast<const T*>(label), y);
+    else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, y, f);
+}
+template <class T>
+void cross_entropy_grad(bool soft, i64 rows, i64 d, const T* x, const void* label, const T* dy, T* dx, device_fault* f,
+                        stream_t s) {
+    if (rows * d > 0) cross_entropy_grad_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(soft, rows, d, x, label, dy, dx, f);
+    else if (!soft && rows > 0 && d == 0)  // every label is out of range
+        cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, static_cast<T*>(nullptr), f);
+}
+template <class T>
+void softmax_with_cross_entropy(bool soft, i64 rows, i64 d, const T* logits, const void* label, T* sm, T* loss,
+                                device_fault* f, stream_t s) {
+    if (rows > 0) swce_kernel<<<grid_items(rows), block_threads, 0, s>>>(soft, rows, d, logits, label, sm, loss, f);
+}
+template <class T>
+void softmax_with_cross_entropy_grad(bool soft, i64 rows, i64 d, const void* label, const T* sm, const T* dl, T* dx,
+                                     device_fault* f, stream_t s) {
+    if (rows == 0) return;
+    if (soft) swce_grad_soft_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, d, static_cast<const T*>(label), sm, dl, dx);
+    else if (d > 0) swce_grad_hard_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(rows, d, label, sm, dl, dx, f);
+    else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, sm, label, static_cast<T*>(nullptr), f);
+}
+
+template <class T> void sgd(i64 n, const T* p, const T* g, const T* lr, T* out, stream_t s) {
+    if (n > 0) sgd_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, lr, out);
+}
+template <class T>
+void momentum(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* po, T* vo, stream_t s) {
+    if (n > 0) momentum_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, v, lr, mu, nesterov, po, vo);
+}
+template <class T>
+void adam(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T b1, T b2, T eps, const T* b1p,
+          const T* b2p, T* po, T* m1o, T* m2o, T* b1po, T* b2po, stream_t s) {
+    if (n > 0) adam_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, m1, m2, lr, b1, b2, eps, b1p, b2p, po, m1o, m2o);
+    adam_pow_kernel<<<1, 1, 0, s>>>(b1p, b2p, b1, b2, b1po, b2po);
+}
+
+template <class Word> void permute(i64 n, const permute_walk& w, const Word* x, Word* y, stream_t s) {
+    if (n > 0) permute_kernel<<<grid_for(n), block_threads, 0, s>>>(n, w, x, y);
+}
+
+// ---- the instantiations the op glue uses ----------------------------------------------------
+
+#define DLGRAPH_CUDA_ARITH(T)                                                                                     \
+    template void binary<T>(binop, i64, const T*, const T*, T*, const broadcast_strides&, device_fault*, stream_t); \
+    template void scale<T>(i64, const T*, T*, T, T, bool, stream_t);                                             \
+    template void add_into<T>(i64, const T*, T*, stream_t);                                                       \
+    template void reduce<T>(redop, const reduce_walk&, const T*, T*, stream_t);
+#define DLGRAPH_CUDA_FLOAT(T)                                                                                     \
+    template void binary_grad<T>(binop, i64, i64, i64, const T*, const T*, const T*, const T*, T*, T*,           \
+                                 const broadcast_strides&, stream_t);                                             \
+    template void unary<T>(unop, i64, const T*, T*, stream_t);                                                    \
+    template void unary_grad<T>(unop, i64, const T*, const T*, const T*, T*, stream_t);                           \
+    template void reduce_grad<T>(redop, const reduce_grad_walk&, const T*, const T*, const T*, T*, T, stream_t);  \
+    template void softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                              \
+    template void softmax_grad<T>(i64, i64, i64, const T*, const T*, T*, stream_t);                               \
+    template void cross_entropy<T>(bool, i64, i64, const T*, const void*, T*, device_fault*, stream_t);           \
+    template void cross_entropy_grad<T>(bool, i64, i64, const T*, const void*, const T*, T*, device_fault*,       \
+                                        stream_t);                                                                \
+    template void softmax_with_cross_entropy<T>(bool, i64, i64, const T*, const void*, T*, T*, device_fault*,     \
+                                                stream_t);                                                        \
+    template void softmax_with_cross_entropy_grad<T>(bool, i64, i64, const void*, const T*, const T*, T*,         \
+                                                     device_fault*, stream_t);                                    \
+    template void sgd<T>(i64, const T*, const T*, const T*, T*, stream_t);                                        \
+    template void momentum<T>(i64, const T*, const T*, const T*, const T*, T, bool, T*, T*, stream_t);            \
+    template void adam<T>(i64, const T*, const T*, const T*, const T*, const T*, T, T, T, const T*, const T*, T*, \
+                          T*, T*, T*, T*, stream_t);
+DLGRAPH_CUDA_ARITH(float)
+DLGRAPH_CUDA_ARITH(double)
+DLGRAPH_CUDA_ARITH(std::int32_t)
+DLGRAPH_CUDA_ARITH(std::int64_t)
+DLGRAPH_CUDA_FLOAT(float)
+DLGRAPH_CUDA_FLOAT(double)
+template void unary<std::int32_t>(unop, i64, const std::int32_t*, std::int32_t*, stream_t);
+template void unary<std::int64_t>(unop, i64, const std::int64_t*, std::int64_t*, stream_t);
+
+#define DLGRAPH_CUDA_FILL(T) template void fill<T>(i64, T*, T, stream_t);
+DLGRAPH_CUDA_FILL(bool)
+DLGRAPH_CUDA_FILL(std::int16_t)
+DLGRAPH_CUDA_FILL(std::int32_t)
+DLGRAPH_CUDA_FILL(std::int64_t)
+DLGRAPH_CUDA_FILL(float)
+DLGRAPH_CUDA_FILL(double)
+
+#define DLGRAPH_CUDA_CAST_TO(S, D) template void cast<S, D>(i64, const S*, D*, stream_t);
+#define DLGRAPH_CUDA_CAST(S)                                                                                      \
+    DLGRAPH_CUDA_CAST_TO(S, bool)                                                                                 \
+    DLGRAPH_CUDA_CAST_TO(S, std::int16_t)                                                                         \
+    DLGRAPH_CUDA_CAST_TO(S, std::int32_t)                                                                         \
+    DLGRAPH_CUDA_CAST_TO(S, std::int64_t) DLGRAPH_CUDA_CAST_TO(S, float) DLGRAPH_CUDA_CAST_TO(S, double)
+DLGRAPH_CUDA_CAST(bool)
+DLGRAPH_CUDA_CAST(std::int16_t)
+DLGRAPH_CUDA_CAST(std::int32_t)
+DLGRAPH_CUDA_CAST(std::int64_t)
+DLGRAPH_CUDA_CAST(float)
+DLGRAPH_CUDA_CAST(double)
+
+template void permute<std::uint8_t>(i64, const permute_walk&, const std::uint8_t*, std::uint8_t*, stream_t);
+template void permute<std::uint16_t>(i64, const permute_walk&, const std::uint16_t*, std::uint16_t*, stream_t);
+template void permute<std::uint32_t>(i64, const permute_walk&, const std::uint32_t*, std::uint32_t*, stream_t);
+template void permute<std::uint64_t>(i64, const permute_walk&, const std::uint64_t*, std::uint64_t*, stream_t);
+
+}  // namespace dlgraph::cuda_kernels

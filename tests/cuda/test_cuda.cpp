@@ -1,0 +1,284 @@
+// Session<cuda> on a real GPU: every op case of the op suite against the
+// CPU, training against the CPU, one wait per eval, no device allocation
+// after warm-up, faults on the device, two sessions from two threads, and
+// memory given back on close. Where no GPU is visible the binary prints why
+// and exits 77, which ctest reports as skipped (never as passed).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include <dlgraph/checkpoint.hpp>
+#include <dlgraph/cuda/cuda.hpp>
+#include <dlgraph/optimizer.hpp>
+
+#include "../op_cases.hpp"
+#include "../test_helpers.hpp"
+
+using namespace dlgraph;
+
+namespace {
+
+// Element-wise closeness: integers and bools exactly; FP32 within `f32`
+// and FP64 within `f64` relative to max(|expected|, 1); NaN matches NaN,
+// an infinity itself.
+template <class T> bool close(T got, T want, double tol) {
+    if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(want)) return std::isnan(got);
+        if (std::isinf(want)) return got == want;
+        return std::abs(static_cast<double>(got) - static_cast<double>(want)) <=
+               tol * std::max(std::abs(static_cast<double>(want)), 1.0);
+    } else {
+        return got == want;
+    }
+}
+
+// "" when `got` matches `want`, else the first difference.
+std::string compare(const Tensor& got, const Tensor& want, double f32, double f64) {
+    if (got.dtype() != want.dtype()) return "dtype " + to_string(got.dtype()) + " vs " + to_string(want.dtype());
+    if (!(got.shape() == want.shape())) return "shape " + to_string(got.shape()) + " vs " + to_string(want.shape());
+    std::string diff;
+    visit_dtype(want.dtype(), [&]<class T>(type_tag<T>) {
+        if constexpr (std::is_same_v<T, float16>) {
+            if (std::memcmp(got.raw(), want.raw(), want.bytes()) != 0) diff = "FP16 bits differ";
+        } else {
+            const T* g = got.data<T>();
+            const T* w = want.data<T>();
+            const double tol = std::is_same_v<T, float> ? f32 : f64;
+            for (std::int64_t i = 0; i < want.numel(); ++i)
+                if (!close(g[i], w[i], tol)) {
+                    diff = "element " + std::to_string(i) + ": " + std::to_string(static_cast<double>(g[i])) + " vs " +
+                           std::to_string(static_cast<double>(w[i]));
+                    return;
+                }
+        }
+    });
+    return diff;
+}
+
+xt::xarray<float> batch(std::size_t rows, std::size_t cols, std::uint64_t seed) {
+    xt::xarray<float> a = xt::zeros<float>({rows, cols});
+    std::uint64_t g = seed;
+    for (auto& v : a) {
+        g = g * 6364136223846793005ULL + 1442695040888963407ULL;
+        v = static_cast<float>(static_cast<double>(g >> 11) * 0x1.0p-53 * 4.0 - 2.0);
+    }
+    return a;
+}
+
+}  // namespace
+
+// ---- without a GPU (ctest cuda.host) ---------------------------------------------------------
+
+// The ops a CUDA session runs on the host, and why.
+const std::set<std::string> host_only = {
+    "feed", "fetch", "save", "load", "save_combine", "load_combine",  // files and the caller's lists
+    "memcpy_h2d", "memcpy_d2h",                                       // the copies themselves
+    "uniform_random", "gaussian_random",  // the host's generator: the CPU's exact numbers
+    "top_k", "accuracy",                  // no device kernel yet
+};
+
+TEST_CASE("cuda host: every op has a CUDA kernel at each of its CPU dtypes, but the host-only ones") {
+    int with_kernel = 0;
+    for (const OpDef& def : op_table()) {
+        CAPTURE(def.type);
+        const bool host = host_only.count(std::string(def.type)) > 0;
+        for (int t = 0; t < num_dtypes; ++t) {
+            const auto dt = static_cast<DataType>(t);
+            CAPTURE(to_string(dt));
+            if (!def.supports(dt)) {
+                CHECK_FALSE(cuda_has_kernel(def, dt));
+                continue;
+            }
+            CHECK(cuda_has_kernel(def, dt) == !host);
+            with_kernel += !host;
+        }
+    }
+    MESSAGE(with_kernel << " (op, dtype) pairs have a CUDA kernel");
+}
+
+TEST_CASE("cuda host: without a GPU a CUDA session is a clear error") {
+    std::string why;
+    if (cuda_available(&why)) return;  // a GPU machine: the GPU cases below cover sessions
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = relu(x);
+    (void)y;
+    CHECK_THROWS_CONTAINING(Session<cuda>(p), session_error, "[dlgraph.cuda.unavailable]", "no GPU is usable here");
+}
+
+// ---- on a GPU (ctest cuda.gpu) ---------------------------------------------------------------
+
+TEST_CASE("cuda: every op case gives the CPU's results (FP32 within 1e-5, FP64 within 1e-12)") {
+    int checked = 0;
+    for (const op_case& c : all_op_cases()) {
+        CAPTURE(c.name);
+        // Random fills run on the host in a CUDA session too (same bits);
+        // ops with reductions on the device may add in another order.
+        Session<cpu> ref(c.program);
+        Session<cuda> dev(c.program);
+        std::vector<Tensor> want = run_op_case_in(ref, c), got = run_op_case_in(dev, c);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            CAPTURE(c.fetch[i]);
+            CHECK(compare(got[i], want[i], 1e-5, 1e-12) == "");
+        }
+        ++checked;
+    }
+    MESSAGE(checked << " op cases compared");
+}
+
+TEST_CASE("cuda: an MLP's forward pass waits once per eval and allocates nothing after warm-up") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 784});
+    auto w1 = p.parameter<float>("w1", {784, 256}, init::xavier_uniform(1));
+    auto b1 = p.parameter<float>("b1", {256}, init::constant(0.01));
+    auto w2 = p.parameter<float>("w2", {256, 10}, init::xavier_uniform(2));
+    auto b2 = p.parameter<float>("b2", {10}, init::constant(0));
+    auto prob = softmax(mul(relu(mul(x, w1) + b1), w2) + b2);
+    Session<cpu> ref(p);
+    Session<cuda> s(p);
+    const auto xv = batch(64, 784, 3);
+    for (int run = 0; run < 3; ++run) {
+        const CudaStats before = cuda_stats(s.device());
+        Tensor got = s.eval(TargetRef(prob), {{x, xv}});
+        const CudaStats after = cuda_stats(s.device());
+        CHECK(compare(got, ref.eval(TargetRef(prob), {{x, xv}}), 1e-5, 1e-12) == "");
+        if (run > 0) {
+            CHECK(after.synchronizations - before.synchronizations == 1);
+            CHECK(after.device_mallocs == before.device_mallocs);
+            CHECK(after.copies_to_device - before.copies_to_device == 1);  // x only: weights stay on the device
+            CHECK(after.copies_to_host - before.copies_to_host == 1);      // prob
+        }
+    }
+    const std::vector<TargetRef> targets{prob};
+    const std::vector<std::string> fed{"x"};
+    const MemoryPlan m = s.memory_plan(targets, fed);
+    const CudaStats st = cuda_stats(s.device());
+    MESSAGE("device arena " << m.device().arena_bytes << " B, reserved " << st.reserved_bytes << " B, "
+                            << st.device_mallocs << " cudaMalloc calls");
+}
+
+TEST_CASE("cuda: training with Adam follows the CPU, and its checkpoint loads into a CPU session") {
+    auto build = [](Program& p) {
+        auto x = p.input<float>("x", {-1, 20});
+        auto label = p.input<std::int64_t>("label", {-1, 1});
+        auto w = p.parameter<float>("w", {20, 5}, init::xavier_uniform(11));
+        auto b = p.parameter<float>("b", {5}, init::constant(0));
+        auto [prob, xent] = softmax_with_cross_entropy(matmul(x, w) + b, label);
+        auto loss = mean(xent);
+        auto step = Adam(0.01).minimize(loss);
+        return std::tuple{x, label, loss, step};
+    };
+    Program pa, pb;
+    auto [xa, la, lossa, stepa] = build(pa);
+    auto [xb, lb, lossb, stepb] = build(pb);
+    Session<cpu> ref(pa);
+    Session<cuda> s(pb);
+    const auto x = batch(32, 20, 7);
+    xt::xarray<std::int64_t> labels = xt::xarray<std::int64_t>::from_shape({32, 1});
+    for (std::size_t i = 0; i < 32; ++i) labels(i, 0) = static_cast<std::int64_t>(i * 7 % 5);
+    for (int it = 0; it < 20; ++it) {
+        auto a = ref.eval(stepa.with({lossa}), {{xa, x}, {la, labels}});
+        auto b = s.eval(stepb.with({lossb}), {{xb, x}, {lb, labels}});
+        CHECK(compare(b.back(), a.back(), 1e-4, 1e-12) == "");
+    }
+    test_temp_dir dir;
+    save_checkpoint(s, dir.file("ckpt"));
+    Session<cpu> loaded(load_checkpoint_program(dir.file("ckpt")));
+    load_checkpoint(loaded, dir.file("ckpt"));
+    CHECK(compare(loaded.scope().find_local("w")->get<Tensor>(), ref.scope().find_local("w")->get<Tensor>(), 1e-4,
+                  1e-12) == "");
+}
+
+TEST_CASE("cuda: a fault on the device is the CPU's error, and the session keeps working") {
+    Program p;
+    auto x = p.input<std::int32_t>("x", {-1});
+    auto d = p.input<std::int32_t>("d", {-1});
+    auto q = x / d;
+    Session<cuda> s(p);
+    xt::xarray<std::int32_t> xv = {7, 8, 9}, good = {1, 2, 3}, bad = {1, 0, 3};
+    CHECK_THROWS_CONTAINING(s.eval(q, {{x, xv}, {d, bad}}), value_error, "[dlgraph.value.div0]",
+                            "integer division by zero");
+    CHECK(s.eval(q, {{x, xv}, {d, good}}) == xt::xarray<std::int32_t>{7, 4, 3});
+
+    Program p2;
+    auto logits = p2.input<float>("logits", {-1, 3});
+    auto label = p2.input<std::int64_t>("label", {-1, 1});
+    auto [prob, xent] = softmax_with_cross_entropy(logits, label);
+    Session<cuda> s2(p2);
+    xt::xarray<float> lv = {{1, 2, 3}, {0, 0, 0}};
+    xt::xarray<std::int64_t> ok = xt::xarray<std::int64_t>::from_shape({2, 1}), out_of_range = ok;
+    ok(0, 0) = 2;
+    ok(1, 0) = 0;
+    out_of_range(0, 0) = 2;
+    out_of_range(1, 0) = 3;
+    CHECK_THROWS_CONTAINING(s2.eval(TargetRef(xent), {{logits, lv}, {label, out_of_range}}), value_error,
+                            "[dlgraph.value.label]", "label 3 (row 1) is out of range [0, 3)");
+    CHECK(s2.eval(TargetRef(xent), {{logits, lv}, {label, ok}}).numel() == 2);
+}
+
+TEST_CASE("cuda: two sessions on one GPU from two threads give the CPU's results") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 64});
+    auto w = p.parameter<float>("w", {64, 32}, init::xavier_uniform(5));
+    auto y = tanh(mul(x, w));
+    Session<cpu> ref(p);
+    const auto xv = batch(128, 64, 9);
+    const Tensor want = ref.eval(TargetRef(y), {{x, xv}});
+    std::string errors[2];
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+        threads.emplace_back([&, t] {
+            try {
+                Session<cuda> s(p);
+                for (int i = 0; i < 50; ++i) {
+                    const std::string d = compare(s.eval(TargetRef(y), {{x, xv}}), want, 1e-5, 1e-12);
+                    if (!d.empty()) errors[t] = d;
+                }
+            } catch (const std::exception& e) {
+                errors[t] = e.what();
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(errors[0] == "");
+    CHECK(errors[1] == "");
+}
+
+TEST_CASE("cuda: close gives the plan's device memory back") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 100});
+    auto w = p.parameter<float>("w", {100, 100}, init::xavier_uniform(5));
+    auto y = relu(mul(x, w));
+    Session<cuda> s(p);
+    s.eval(TargetRef(y), {{x, batch(256, 100, 1)}});
+    const CudaStats busy = cuda_stats(s.device());
+    s.close();
+    const CudaStats closed = cuda_stats(s.device());
+    CHECK(closed.allocated_bytes < busy.allocated_bytes);
+    CHECK(closed.allocated_bytes <= cuda::options.cublas_workspace_bytes + 512);  // only the cuBLAS workspace
+    cuda_release_cached(s.device());
+    CHECK(cuda_stats(s.device()).reserved_bytes <= cuda::options.cublas_workspace_bytes + (std::size_t(2) << 20));
+}
+
+// `--host`: the cases that need no GPU. Otherwise the GPU cases, or exit
+// code 77 (ctest: skipped) where no GPU is visible.
+int main(int argc, char** argv) {
+    doctest::Context context(argc, argv);
+    const bool host = argc > 1 && std::strcmp(argv[argc - 1], "--host") == 0;
+    if (host) {
+        context.addFilter("test-case", "cuda host:*");
+        return context.run();
+    }
+    std::string why;
+    if (!cuda_available(&why)) {
+        std::printf("dlgraph_cuda_tests: SKIPPED, no usable GPU here (%s)\n", why.c_str());
+        return 77;  // ctest's SKIP_RETURN_CODE
+    }
+    context.addFilter("test-case-exclude", "cuda host:*");
+    return context.run();
+}
