@@ -26,11 +26,32 @@ void check(cublasStatus_t e, const char* call) {
                                                   cublasGetStatusString(e) + ")");
 }
 
+void use_device(int device) {
+    int now = -1;
+    if (cudaGetDevice(&now) == cudaSuccess && now == device) return;
+    check(cudaSetDevice(device), "cudaSetDevice");
+}
+
+namespace {
+// Makes a GPU current for a scope and puts the previous one back.
+struct device_scope {
+    int previous = -1;
+    explicit device_scope(int device) {
+        if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+        if (previous != device) cudaSetDevice(device);
+    }
+    ~device_scope() {
+        if (previous >= 0) cudaSetDevice(previous);
+    }
+};
+}  // namespace
+
 // ---- memory ----------------------------------------------------------------------------------
 
 void* driver_source::allocate(std::size_t bytes) {
+    const device_scope on(device);
     void* p = nullptr;
-    if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
         cudaGetLastError();  // out of memory is not sticky: clear it
         throw std::bad_alloc();
     }
@@ -38,7 +59,7 @@ void* driver_source::allocate(std::size_t bytes) {
 }
 
 void driver_source::free(void* p, std::size_t) noexcept {
-    cudaSetDevice(device);
+    const device_scope on(device);
     cudaFree(p);
 }
 
@@ -48,7 +69,7 @@ cuda_memory::cuda_memory(int d) : device(d), driver_(d) {
 }
 
 cuda_memory::~cuda_memory() {
-    cudaSetDevice(device);
+    const device_scope on(device);
     cudaStreamSynchronize(stream);  // nothing queued may still use the memory
     {
         std::lock_guard lock(mu_);
@@ -70,7 +91,7 @@ void cuda_memory::release(void* data, std::size_t) noexcept {
 }
 
 void cuda_memory::read(void* host_dst, const void* src, std::size_t bytes) const {
-    check(cudaSetDevice(device), "cudaSetDevice");
+    const device_scope on(device);
     check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
@@ -106,13 +127,16 @@ cuda_context::cuda_context(const CudaOptions& opts) {
             workspace_bytes_ = opts.cublas_workspace_bytes;
             check(cublasSetWorkspace(blas_, workspace_, workspace_bytes_), "cublasSetWorkspace");
         }
-        void* f = nullptr;
-        check(cudaHostAlloc(&f, sizeof(cuda_kernels::device_fault), cudaHostAllocMapped), "cudaHostAlloc");
-        fault_host_ = static_cast<cuda_kernels::device_fault*>(f);
-        std::memset(fault_host_, 0, sizeof(*fault_host_));
-        void* fd = nullptr;
-        check(cudaHostGetDevicePointer(&fd, f, 0), "cudaHostGetDevicePointer");
-        fault_device_ = static_cast<cuda_kernels::device_fault*>(fd);
+        void* h = nullptr;
+        check(cudaHostAlloc(&h, 2 * sizeof(cuda_kernels::device_fault), cudaHostAllocDefault), "cudaHostAlloc");
+        fault_host_ = static_cast<cuda_kernels::device_fault*>(h);
+        fault_clean_ = fault_host_ + 1;
+        std::memset(h, 0, 2 * sizeof(cuda_kernels::device_fault));
+        fault_clean_->first_row = ~0ull;
+        fault_device_ = static_cast<cuda_kernels::device_fault*>(memory_->take(sizeof(cuda_kernels::device_fault)));
+        check(cudaMemcpyAsync(fault_device_, fault_clean_, sizeof(*fault_clean_), cudaMemcpyHostToDevice, memory_->stream),
+              "cudaMemcpyAsync");
+        check(cudaStreamSynchronize(memory_->stream), "cudaStreamSynchronize");
     } catch (...) {
         free_resources();  // those made so far
         throw;
@@ -123,8 +147,10 @@ cuda_context::~cuda_context() { free_resources(); }
 
 void cuda_context::free_resources() noexcept {
     if (!memory_) return;
-    cudaSetDevice(memory_->device);
+    const device_scope on(memory_->device);
     cudaStreamSynchronize(memory_->stream);
+    if (fault_device_) memory_->release(fault_device_, sizeof(cuda_kernels::device_fault));
+    fault_device_ = nullptr;
     if (blas_) cublasDestroy(blas_);
     blas_ = nullptr;
     if (workspace_) memory_->release(workspace_, workspace_bytes_);
@@ -137,31 +163,49 @@ void cuda_context::free_resources() noexcept {
 KernelFn cuda_context::kernel(const OpDef& def, DataType t) const noexcept { return cuda_kernel(def, t); }
 
 std::shared_ptr<Buffer> cuda_context::allocate(std::size_t bytes) {
-    return std::make_shared<Buffer>(memory_->take(bytes), bytes, memory_);
+    void* p = memory_->take(bytes);
+    try {
+        return std::make_shared<Buffer>(p, bytes, memory_);
+    } catch (...) {
+        memory_->release(p, bytes);
+        throw;
+    }
 }
 
 void cuda_context::to_device(void* dst, const void* host_src, std::size_t bytes) {
+    make_current();
     ++to_device_;
     check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, memory_->stream), "cudaMemcpyAsync");
 }
 
 void cuda_context::to_host(void* host_dst, const void* src, std::size_t bytes) {
+    make_current();
     ++to_host_;
     check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, memory_->stream), "cudaMemcpyAsync");
 }
 
+// Waits for the stream; the fault record comes back with the same wait
+// (one small copy queued last) and is reset for the work queued after.
+// cudaGetLastError reports launches of this thread that failed before they
+// were queued (it is per thread, not per stream).
 void cuda_context::synchronize() {
+    make_current();
     ++syncs_;
+    const cudaError_t copy =
+        cudaMemcpyAsync(fault_host_, fault_device_, sizeof(*fault_host_), cudaMemcpyDeviceToHost, memory_->stream);
     const cudaError_t e = cudaStreamSynchronize(memory_->stream);
-    const cudaError_t launch = cudaGetLastError();  // a launch that failed before it was queued
+    const cudaError_t launch = cudaGetLastError();
+    check(copy, "cudaMemcpyAsync");
+    check(e, "cudaStreamSynchronize");
+    check(launch, "kernel launch");
     if (fault_host_->code != 0) {
         if (fault_target_)
             fault_target_->raise(static_cast<kernels::fault_code>(fault_host_->code), fault_host_->a, fault_host_->b,
                                  fault_host_->c);
-        fault_host_->code = 0;
+        check(cudaMemcpyAsync(fault_device_, fault_clean_, sizeof(*fault_clean_), cudaMemcpyHostToDevice,
+                              memory_->stream),
+              "cudaMemcpyAsync");
     }
-    check(e, "cudaStreamSynchronize");
-    check(launch, "kernel launch");
 }
 
 CudaStats cuda_context::stats() const {

@@ -18,6 +18,10 @@
 
 namespace dlgraph::cuda_detail {
 
+// Makes GPU `device` current for the calling thread (cudaSetDevice only when
+// another one is).
+void use_device(int device);
+
 // Throws session_error "dlgraph.cuda.error" naming the call when `e` is an error.
 void check(cudaError_t e, const char* call);
 void check(cublasStatus_t e, const char* call);
@@ -65,6 +69,9 @@ public:
     void synchronize() override;
 
     cudaStream_t stream() const noexcept { return memory_->stream; }
+    // Makes the context's GPU current for the calling thread (a session may
+    // be used from any thread; launches and cuBLAS go to the current GPU).
+    void make_current() const { use_device(memory_->device); }
     cublasHandle_t blas() const noexcept { return blas_; }
     // The fault slot a kernel that can meet bad data writes to; the fault is
     // raised into `target` (the step's KernelFault) at the next synchronize.
@@ -82,8 +89,9 @@ private:
     cublasHandle_t blas_ = nullptr;
     void* workspace_ = nullptr;
     std::size_t workspace_bytes_ = 0;
-    cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned, mapped
-    cuda_kernels::device_fault* fault_device_ = nullptr;  // the same memory as the device sees it
+    cuda_kernels::device_fault* fault_device_ = nullptr;  // where kernels record faults (device memory)
+    cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned: read back at each synchronize
+    cuda_kernels::device_fault* fault_clean_ = nullptr;   // pinned: no fault, copied over fault_device_
     KernelFault* fault_target_ = nullptr;
     std::size_t syncs_ = 0, to_device_ = 0, to_host_ = 0;
 };

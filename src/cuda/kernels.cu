@@ -42,6 +42,15 @@ __device__ void raise_fault(device_fault* f, k::fault_code code, i64 a = 0, i64 
     }
 }
 
+// After a kernel that noted bad label rows: the fault of the lowest one.
+__global__ void label_fault_kernel(const i64* label, i64 d, device_fault* f) {
+    const unsigned long long r = f->first_row;
+    if (r != ~0ull && f->code == 0) raise_fault(f, k::fault_code::label_out_of_range, label[r], static_cast<i64>(r), d);
+}
+void finish_label_faults(bool soft, const void* label, i64 d, device_fault* f, stream_t s) {
+    if (!soft) label_fault_kernel<<<1, 1, 0, s>>>(static_cast<const i64*>(label), d, f);
+}
+
 // ---- element-wise --------------------------------------------------------------------------
 
 template <class T, class F>
@@ -233,7 +242,7 @@ template <class T> __host__ __device__ T max_identity() {
 }
 
 template <class T, class F>
-__global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, bool mean) {
+__global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, redop op) {
     for (i64 o = blockIdx.x; o < w.outputs; o += gridDim.x) {
         i64 rest = o, base = 0;
         for (int d = w.kept_rank - 1; d >= 0; --d) {
@@ -251,8 +260,10 @@ __global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, bool
         }
         acc = block_fold(acc, f);
         if (threadIdx.x == 0) {
-            if constexpr (std::is_floating_point_v<T>)
-                if (mean) acc = acc * (T(1) / static_cast<T>(w.count));
+            if constexpr (std::is_floating_point_v<T>) {
+                if (op == redop::mean) acc = acc * (T(1) / static_cast<T>(w.count));
+                if (op == redop::mean_all) acc = acc / static_cast<T>(w.count);
+            }
             y[o] = acc;
         }
     }
@@ -269,6 +280,7 @@ __global__ void reduce_grad_kernel(redop op, reduce_grad_walk w, const T* x, con
         }
         if (op == redop::max) dx[i] = x[i] == out[o] ? dout[o] : T(0);
         else if (op == redop::mean) dx[i] = dout[o] * scale;
+        else if (op == redop::mean_all) dx[i] = dout[o] / scale;
         else dx[i] = dout[o];
     }
 }
@@ -314,11 +326,11 @@ template <class T> __global__ void softmax_grad_kernel(i64 outer, i64 d, i64 inn
     }
 }
 
-// The row's hard label, or -1 after recording the fault when it is out of range.
+// The row's hard label, or -1 after noting the row when it is out of range.
 __device__ inline i64 row_label(const void* label, i64 r, i64 d, device_fault* f) {
     const i64 l = static_cast<const i64*>(label)[r];
     if (l < 0 || l >= d) {
-        raise_fault(f, k::fault_code::label_out_of_range, l, r, d);
+        atomicMin(&f->first_row, static_cast<unsigned long long>(r));
         return -1;
     }
     return l;
@@ -366,7 +378,7 @@ __global__ void swce_kernel(bool soft, i64 rows, i64 d, const T* logits, const v
         }
         const i64 l = soft ? 0 : static_cast<const i64*>(label)[r];
         if (!soft && (l < 0 || l >= d)) {  // the same for every thread of the block
-            if (threadIdx.x == 0) raise_fault(f, k::fault_code::label_out_of_range, l, r, d);
+            if (threadIdx.x == 0) row_label(label, r, d, f);
             continue;
         }
         const T lse = softmax_row(logits, sm, r * d, 1, d);
@@ -494,8 +506,8 @@ template <class T> void add_into(i64 n, const T* x, T* z, stream_t s) {
 template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y, stream_t s) {
     if (w.outputs == 0) return;
     const unsigned grid = grid_items(w.outputs);
-    if (op == redop::max) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, max_identity<T>(), k::max_fn{}, false);
-    else reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(0), k::add_fn{}, op == redop::mean);
+    if (op == redop::max) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, max_identity<T>(), k::max_fn{}, op);
+    else reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(0), k::add_fn{}, op);
 }
 template <class T>
 void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, const T* dout, T* dx, T scale,
@@ -515,6 +527,7 @@ void cross_entropy(bool soft, i64 rows, i64 d, const T* x, const void* label, T*
     if (rows == 0) return;
     if (soft) cross_entropy_soft_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, d, x, static_cast<const T*>(label), y);
     else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, y, f);
+    finish_label_faults(soft, label, d, f, s);
 }
 template <class T>
 void cross_entropy_grad(bool soft, i64 rows, i64 d, const T* x, const void* label, const T* dy, T* dx, device_fault* f,
@@ -522,11 +535,14 @@ void cross_entropy_grad(bool soft, i64 rows, i64 d, const T* x, const void* labe
     if (rows * d > 0) cross_entropy_grad_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(soft, rows, d, x, label, dy, dx, f);
     else if (!soft && rows > 0 && d == 0)  // every label is out of range
         cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, static_cast<T*>(nullptr), f);
+    if (rows > 0) finish_label_faults(soft, label, d, f, s);
 }
 template <class T>
 void softmax_with_cross_entropy(bool soft, i64 rows, i64 d, const T* logits, const void* label, T* sm, T* loss,
                                 device_fault* f, stream_t s) {
-    if (rows > 0) swce_kernel<<<grid_items(rows), block_threads, 0, s>>>(soft, rows, d, logits, label, sm, loss, f);
+    if (rows == 0) return;
+    swce_kernel<<<grid_items(rows), block_threads, 0, s>>>(soft, rows, d, logits, label, sm, loss, f);
+    finish_label_faults(soft, label, d, f, s);
 }
 template <class T>
 void softmax_with_cross_entropy_grad(bool soft, i64 rows, i64 d, const void* label, const T* sm, const T* dl, T* dx,
@@ -535,6 +551,7 @@ void softmax_with_cross_entropy_grad(bool soft, i64 rows, i64 d, const void* lab
     if (soft) swce_grad_soft_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, d, static_cast<const T*>(label), sm, dl, dx);
     else if (d > 0) swce_grad_hard_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(rows, d, label, sm, dl, dx, f);
     else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, sm, label, static_cast<T*>(nullptr), f);
+    finish_label_faults(soft, label, d, f, s);
 }
 
 template <class T> void sgd(i64 n, const T* p, const T* g, const T* lr, T* out, stream_t s) {

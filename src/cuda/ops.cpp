@@ -30,9 +30,11 @@ namespace {
 namespace ck = cuda_kernels;
 using i64 = std::int64_t;
 
+// The step's stream, with the context's GPU made current for its launches.
 cudaStream_t stream_of(const KernelContext& c) {
     cuda_context& ctx = context_of(c);
     ++ctx.kernel_steps;
+    ctx.make_current();
     return ctx.stream();
 }
 ck::device_fault* fault_of(const KernelContext& c) { return context_of(c).fault_slot(c.fault); }
@@ -225,7 +227,7 @@ struct mean_op {
         const Tensor& x = c.in(0);
         bool red[max_rank];
         std::fill(red, red + max_rank, true);
-        ck::reduce<T>(ck::redop::mean, reduce_walk_of(x.shape(), red), x.data<T>(), c.out(0).data<T>(), stream_of(c));
+        ck::reduce<T>(ck::redop::mean_all, reduce_walk_of(x.shape(), red), x.data<T>(), c.out(0).data<T>(), stream_of(c));
     }
 };
 
@@ -235,9 +237,9 @@ struct mean_grad_op {
         const Tensor& x = c.in(X);
         bool red[max_rank];
         std::fill(red, red + max_rank, true);
-        const T scale = T(1) / static_cast<T>(std::max<i64>(x.numel(), 1));
-        ck::reduce_grad<T>(ck::redop::mean, reduce_grad_walk_of(x.shape(), red), nullptr, nullptr, c.in(DOut).data<T>(),
-                           c.out(0).data<T>(), scale, stream_of(c));
+        const T n = static_cast<T>(std::max<i64>(x.numel(), 1));  // dx = dout / n, as on the CPU
+        ck::reduce_grad<T>(ck::redop::mean_all, reduce_grad_walk_of(x.shape(), red), nullptr, nullptr,
+                           c.in(DOut).data<T>(), c.out(0).data<T>(), n, stream_of(c));
     }
 };
 
@@ -374,6 +376,14 @@ template <class T>
 void gemm(const KernelContext& c, bool ta, bool tb, i64 M, i64 N, i64 K, T alpha, const T* A, i64 lda, const T* B,
           i64 ldb, bool acc, T* C, i64 ldc) {
     if (M == 0 || N == 0) return;
+    if (K == 0) {  // C = 0 (or unchanged), without relying on cuBLAS for k = 0
+        if (!acc)
+            check(cudaMemset2DAsync(C, static_cast<std::size_t>(std::max<i64>(ldc, 1)) * sizeof(T), 0,
+                                    static_cast<std::size_t>(N) * sizeof(T), static_cast<std::size_t>(M),
+                                    context_of(c).stream()),
+                  "cudaMemset2DAsync");
+        return;
+    }
     cuda_context& ctx = context_of(c);
     const T beta = acc ? T(1) : T(0);
     const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -520,7 +530,11 @@ void copy_parts(void* whole, const Shape& ws, int a, std::size_t esize, int n, P
         auto [ptr, dim] = part(k);
         const std::size_t width = static_cast<std::size_t>(dim * inner) * esize;
         char* w = static_cast<char*>(whole) + at;
-        if (width && outer) {
+        if (width && outer && (outer == 1 || width == pitch)) {  // one contiguous run
+            const std::size_t bytes = width * static_cast<std::size_t>(outer);
+            if (into_whole) check(cudaMemcpyAsync(w, ptr, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+            else check(cudaMemcpyAsync(ptr, w, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+        } else if (width && outer) {
             if (into_whole) check(cudaMemcpy2DAsync(w, pitch, ptr, width, width, static_cast<std::size_t>(outer),
                                                     cudaMemcpyDeviceToDevice, s), "cudaMemcpy2DAsync");
             else check(cudaMemcpy2DAsync(ptr, width, w, pitch, width, static_cast<std::size_t>(outer),

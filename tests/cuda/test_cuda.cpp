@@ -211,15 +211,17 @@ TEST_CASE("cuda: a fault on the device is the CPU's error, and the session keeps
     auto label = p2.input<std::int64_t>("label", {-1, 1});
     auto [prob, xent] = softmax_with_cross_entropy(logits, label);
     Session<cuda> s2(p2);
-    xt::xarray<float> lv = {{1, 2, 3}, {0, 0, 0}};
-    xt::xarray<std::int64_t> ok = xt::xarray<std::int64_t>::from_shape({2, 1}), out_of_range = ok;
+    xt::xarray<float> lv = {{1, 2, 3}, {0, 0, 0}, {1, 1, 1}};
+    xt::xarray<std::int64_t> ok = xt::xarray<std::int64_t>::from_shape({3, 1}), out_of_range = ok;
     ok(0, 0) = 2;
     ok(1, 0) = 0;
-    out_of_range(0, 0) = 2;
+    ok(2, 0) = 1;
+    out_of_range(0, 0) = 2;  // rows 1 and 2 are bad: the error names row 1, as on the CPU
     out_of_range(1, 0) = 3;
+    out_of_range(2, 0) = -1;
     CHECK_THROWS_CONTAINING(s2.eval(TargetRef(xent), {{logits, lv}, {label, out_of_range}}), value_error,
                             "[dlgraph.value.label]", "label 3 (row 1) is out of range [0, 3)");
-    CHECK(s2.eval(TargetRef(xent), {{logits, lv}, {label, ok}}).numel() == 2);
+    CHECK(s2.eval(TargetRef(xent), {{logits, lv}, {label, ok}}).numel() == 3);
 }
 
 TEST_CASE("cuda: two sessions on one GPU from two threads give the CPU's results") {

@@ -130,9 +130,13 @@ private:
         block* prev = nullptr;  // neighbours in the same segment
         block* next = nullptr;
     };
+    // By stream, then size, then address (as integers: < on unrelated pointers is unspecified).
     struct by_fit {
         bool operator()(const block* a, const block* b) const {
-            return std::tie(a->stream, a->size, a->ptr) < std::tie(b->stream, b->size, b->ptr);
+            const auto key = [](const block* x) {
+                return std::tuple{reinterpret_cast<std::uintptr_t>(x->stream), x->size, reinterpret_cast<std::uintptr_t>(x->ptr)};
+            };
+            return key(a) < key(b);
         }
     };
 

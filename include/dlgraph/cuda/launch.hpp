@@ -21,16 +21,22 @@ namespace dlgraph::cuda_kernels {
 using stream_t = CUstream_st*;
 inline constexpr int max_rank = 8;
 
-// A fault a device kernel met (kernels::fault_code and its facts), in
-// host memory the device writes to (mapped, pinned). The first fault wins.
+// A fault a device kernel met (kernels::fault_code and its facts), in the
+// context's device memory; the context reads it at each synchronization
+// and resets it (code 0, first_row all ones). The first fault wins; for a
+// label out of range that is the lowest bad row, as on the CPU: kernels
+// note bad rows in first_row and a one-thread kernel queued after them
+// records the fault of the lowest.
 struct device_fault {
     int code;
     long long a, b, c;
+    unsigned long long first_row;
 };
 
 enum class binop : int { add, sub, mul, div, max, min, pow };
 enum class unop : int { relu, sigmoid, tanh, exp, log, sqrt, abs, square };
-enum class redop : int { sum, mean, max };
+// mean: times 1/count (reduce_mean); mean_all: divided by count (mean).
+enum class redop : int { sum, mean, mean_all, max };
 
 // How a broadcasting binary op walks its output of `rank` dims zs: X's and
 // Y's element strides per output dim (0 along a dim broadcast).
@@ -71,8 +77,8 @@ struct reduce_walk {
 };
 template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y, stream_t s);
 // Sends Out@GRAD back over X's n elements: dims and Out's strides per X dim
-// (0 on a reduced dim). sum: dout; mean: dout * scale; max: dout where x
-// equals out.
+// (0 on a reduced dim). sum: dout; mean: dout * scale; mean_all: dout /
+// scale; max: dout where x equals out.
 struct reduce_grad_walk {
     int rank = 0;
     std::int64_t dims[max_rank] = {}, ost[max_rank] = {};
