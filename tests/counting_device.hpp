@@ -132,6 +132,11 @@ public:
         queued_.push_back({dst, src, bytes});
         ++to_host_copies;
     }
+    void copy_on_device(void* dst, const void* src, std::size_t bytes) override {
+        memory->check(memory->owns(dst, bytes) && memory->owns(src, bytes), "copy_on_device");
+        std::memmove(dst, src, bytes);
+        ++device_copies;
+    }
     void synchronize() override {
         ++waits;
         for (auto& q : queued_) std::memcpy(q.dst, q.src, q.bytes);
@@ -139,7 +144,7 @@ public:
     }
     std::size_t queued() const { return queued_.size(); }
 
-    std::size_t to_device_copies = 0, to_host_copies = 0, waits = 0;
+    std::size_t to_device_copies = 0, to_host_copies = 0, device_copies = 0, waits = 0;
     int allocations_left = -1;  // -1: no limit; n: allocation n + 1 throws std::bad_alloc
     std::shared_ptr<counting_memory> memory;
 

@@ -526,3 +526,33 @@ TEST_CASE("cli: --max-memory refuses a plan that needs more; --lenient drops Pad
     CHECK(lenient.err == "dlgraph: note: --lenient ignored these attributes: op_namescope, op_role\n");
     check_close(read_npy((fs::path(n.dir.file("o")) / "relu_0.npy").string()), n.expected({0.5f, 0.5f, 0.5f}, {0.25f, 0.25f, 0.25f}));
 }
+
+TEST_CASE("cli: --device cuda plans without a GPU, with a copy wherever a value crosses" * doctest::skip(no_cli)) {
+    CliNet n;
+#ifdef DLGRAPH_CLI_HAS_CUDA
+    auto r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --device cuda");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("plan: 5 steps, 8 values, 3 steps on cuda, 2 copies\n") != std::string::npos);
+    CHECK(r.out.find("  copy memcpy_h2d  X=x -> Out=x@cuda\n") != std::string::npos);
+    CHECK(r.out.find("  #4 relu  X=elementwise_add_0 -> Out=relu_0  [cuda]\n") != std::string::npos);
+    CHECK(r.out.find("  copy memcpy_d2h  X=relu_0 -> Out=relu_0@cpu\n") != std::string::npos);
+    CHECK(r.out.find("  fc.w@0             persistable   FP32 [3]     on cuda\n") != std::string::npos);
+    // With a file for the feed: the memory of each place.
+    r = run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file) + " --device cuda");
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("  cuda: arena ") != std::string::npos);
+    CHECK(r.out.find("  cpu: arena ") != std::string::npos);
+    // Running needs a GPU: where there is none, the error says so.
+    r = run_cli(n.dir, "run " + q(n.program) + " --fetch relu_0 --feed x=" + q(n.x_file) + " --out " +
+                           q(n.dir.file("out")) + " --device cuda");
+    if (r.status != 0) check_error(r, "dlgraph.cuda.unavailable", "no GPU is usable here");
+#else
+    check_error(run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --device cuda"), "dlgraph.cuda.unavailable",
+                "built without the CUDA backend");
+#endif
+    check_error(run_cli(n.dir, "plan " + q(n.program) + " --fetch relu_0 --device gpu"), "dlgraph.cli.usage",
+                "--device takes cpu or cuda, not 'gpu'");
+    check_error(run_cli(n.dir, "inspect " + q(n.program) + " --device cuda"), "dlgraph.cli.usage",
+                "'inspect' does not take option '--device'");
+}

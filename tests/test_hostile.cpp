@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 
+#include "counting_device.hpp"
 #include "test_helpers.hpp"
 
 using namespace dlgraph;
@@ -340,19 +341,25 @@ TEST_CASE("hostile: --lenient drops PaddlePaddle's framework attributes, naming 
 
 namespace {
 // Every persistable's bytes (empty for one without a value).
-std::map<std::string, std::string> persistable_bytes(Session<cpu>& s) {
+// Every persistable's bytes (read through a host copy: some live on a device).
+template <class S> std::map<std::string, std::string> persistable_bytes(S& s) {
     std::map<std::string, std::string> out;
     for (auto& vd : s.program().blocks[0].vars) {
         if (!vd.persistable) continue;
         const Variable* v = s.scope().find_local(vd.name);
         const Tensor* t = v && v->initialized() && v->is<Tensor>() ? &v->get<Tensor>() : nullptr;
-        out[vd.name] = t && t->initialized() ? std::string(static_cast<const char*>(t->raw()), t->bytes()) : "";
+        Tensor host;
+        if (t && t->initialized()) host.copy_from(*t);
+        out[vd.name] = t && t->initialized() ? std::string(static_cast<const char*>(host.raw()), host.bytes()) : "";
     }
     return out;
 }
 }  // namespace
 
-TEST_CASE("hostile: a failed evaluation changes no persistable, at whichever step it fails") {
+namespace {
+// On the CPU, or on a device whose persistables live in device memory
+// (copied on the device before the call, rebound to the copy on failure).
+template <class Device> void failed_eval_changes_no_persistable() {
     // A training step (Adam) followed by an op that can fail on its data:
     // the optimizer's writes come before the failure.
     Program p;
@@ -375,7 +382,8 @@ TEST_CASE("hostile: a failed evaluation changes no persistable, at whichever ste
     auto feeds = [&](const xt::xarray<std::int32_t>& d) {
         return std::vector<Feed>{{x, xv}, {label, lv}, {num, nv}, {den, d}};
     };
-    Session<cpu> s(p), ref(p);
+    Session<Device> s(p);
+    Session<cpu> ref(p);
     std::vector<Tensor> out(targets.size());
     s.eval_into(targets, feeds(good), out);  // one good step: moments hold values
     ref.eval_into(targets, feeds(good), out);
@@ -406,6 +414,17 @@ TEST_CASE("hostile: a failed evaluation changes no persistable, at whichever ste
     std::vector<Tensor> ref_out(targets.size());
     ref.eval_into(targets, feeds(good), ref_out);
     CHECK(persistable_bytes(s) == persistable_bytes(ref));
+    if constexpr (!std::is_same_v<Device, cpu>)  // the copies were made on the device
+        CHECK(test_support::context_of(s.device()).device_copies > 0);
+}
+}  // namespace
+
+TEST_CASE("hostile: a failed evaluation changes no persistable, at whichever step it fails") {
+    failed_eval_changes_no_persistable<cpu>();
+}
+
+TEST_CASE("hostile: on a device too, a failed evaluation changes no persistable (they live in device memory)") {
+    failed_eval_changes_no_persistable<test_support::counting_device>();
 }
 
 TEST_CASE("hostile: rollback covers persistables an initializer gave during the call, and calls that reshape") {

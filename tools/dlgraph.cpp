@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "dlgraph/autodiff.hpp"
+#ifdef DLGRAPH_HAS_CUDA
+#include "dlgraph/cuda/cuda.hpp"
+#endif
 #include "dlgraph/dot.hpp"
 #include "dlgraph/npy.hpp"
 #include "dlgraph/plan_io.hpp"
@@ -49,13 +52,17 @@ constexpr const char* usage_text =
     "  inspect PROGRAM.json\n"
     "      List blocks, variables (dtype, dims, persistable) and ops (slots, attributes).\n"
     "  plan PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy | --feed NAME ...] [--json]\n"
-    "                    [--backward LOSS]\n"
+    "                    [--backward LOSS] [--device cpu|cuda]\n"
     "      Show the execution plan; with a .npy file for every feed, also the concrete shapes\n"
     "      and the memory the plan takes. --json prints the plan as JSON.\n"
     "  dot PROGRAM.json [--fetch NAME...] [--feed NAME...] [-o FILE] [--backward LOSS]\n"
     "      Graphviz DOT of the program, or of the plan for the fetched variables.\n"
     "  help, --help\n"
     "      Print this text.\n"
+    "\n"
+    "run, bench and plan take --device cpu|cuda (default cpu): cuda runs the ops that have CUDA\n"
+    "kernels on the GPU (a build with the CUDA backend); plan --device cuda needs no GPU and\n"
+    "shows where each step runs and every copy between host and GPU.\n"
     "\n"
     "Every command takes --lenient: drop the attributes PaddlePaddle's framework puts on ops\n"
     "(op_role, op_callstack, use_mkldnn, ...) where the op has no such attribute, and name them\n"
@@ -86,7 +93,8 @@ struct Args {
     int threads = 1, runs = 100, warmup = 5;  // bench
     bool has_params = false, has_out = false, has_output = false, has_backward = false, json = false;
     bool has_threads = false, has_runs = false, has_warmup = false;
-    bool lenient = false, has_max_memory = false;
+    bool lenient = false, has_max_memory = false, has_device = false;
+    std::string device = "cpu";  // --device cpu|cuda
     std::uint64_t max_memory = physical_memory_bytes();
 };
 
@@ -130,10 +138,11 @@ Args parse_args(int argc, char** argv) {
     if (!commands.count(a.command)) usage_fail("unknown command '" + a.command + "'");
     // Options each command takes.
     std::set<std::string> allowed;
-    if (a.command == "run") allowed = {"--fetch", "--feed", "--params", "--out", "--backward", "--max-memory"};
+    if (a.command == "run")
+        allowed = {"--fetch", "--feed", "--params", "--out", "--backward", "--max-memory", "--device"};
     if (a.command == "bench")
-        allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json", "--max-memory"};
-    if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward"};
+        allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json", "--max-memory", "--device"};
+    if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward", "--device"};
     if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output", "--backward"};
     allowed.insert("--lenient");
 
@@ -173,6 +182,16 @@ Args parse_args(int argc, char** argv) {
             else if (opt == "--params") once(a.has_params, a.params);
             else if (opt == "--out") once(a.has_out, a.out);
             else if (opt == "--backward") once(a.has_backward, a.backward);
+            else if (opt == "--device") {
+                once(a.has_device, a.device);
+                if (a.device != "cpu" && a.device != "cuda")
+                    usage_fail("option --device takes cpu or cuda, not '" + a.device + "'");
+#ifndef DLGRAPH_HAS_CUDA
+                if (a.device == "cuda")
+                    throw session_error("dlgraph.cuda.unavailable",
+                                        "this dlgraph was built without the CUDA backend (CMake found no nvcc)");
+#endif
+            }
             else if (opt == "--threads") once_count(a.has_threads, a.threads, 0, 1024);
             else if (opt == "--runs") once_count(a.has_runs, a.runs, 1, 10'000'000);
             else if (opt == "--warmup") once_count(a.has_warmup, a.warmup, 0, 10'000'000);
@@ -308,14 +327,15 @@ std::vector<std::string> program_inputs(const ProgramDesc& p) {
 
 // Plans `targets`, feeding the named variables, or (when none are named) the
 // program's inputs that the targets need.
+// With `device`, steps are placed on it where it has a kernel.
 ExecutionPlan plan_for(const ProgramDesc& p, const std::vector<TargetRef>& targets, const std::vector<std::string>& fed,
-                       bool default_fed) {
-    if (!default_fed) return make_plan(p, targets, fed);
+                       bool default_fed, const DeviceContext* device = nullptr) {
+    if (!default_fed) return make_plan(p, targets, fed, device);
     ExecutionPlan all = make_plan(p, targets, program_inputs(p));
     std::vector<std::string> used;
     for (std::size_t i = 0; i < all.fed.size(); ++i)
         if (all.feed_values[i] >= 0) used.push_back(all.fed[i]);
-    return make_plan(p, targets, used);
+    return make_plan(p, targets, used, device);
 }
 
 // Checks a tensor against a declaration, as the session checks feeds.
@@ -379,7 +399,7 @@ ProgramDesc load_for(const Args& a) {
 
 // Reads every persistable variable that `plan` takes from the scope from
 // DIR/<escaped name>.npy into the session's root scope.
-void load_params(Session<cpu>& session, const ExecutionPlan& plan, const std::string& dir) {
+template <class Device> void load_params(Session<Device>& session, const ExecutionPlan& plan, const std::string& dir) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw io_error("dlgraph.io.open", "--params '" + dir + "' is not a directory");
     const BlockDesc& blk = session.program().blocks[0];
@@ -391,7 +411,7 @@ void load_params(Session<cpu>& session, const ExecutionPlan& plan, const std::st
                                                            "' in --params directory");
         Tensor t = read_npy(path);
         check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
-        session.scope().var(name).get_mutable<Tensor>() = std::move(t);
+        session.scope().var(name).template get_mutable<Tensor>() = std::move(t);
     }
 }
 
@@ -407,11 +427,11 @@ std::pair<std::vector<std::string>, std::vector<Tensor>> read_feeds(const std::v
     return r;
 }
 
-int cmd_run(const Args& a) {
+template <class Device> int run_on(const Args& a) {
     ProgramDesc desc = load_for(a);
     const auto [fed_names, fed_values] = read_feeds(a.feed);
     const auto targets = fetch_targets(a.fetch);
-    Session<cpu> session(std::move(desc), session_options(a));
+    Session<Device> session(std::move(desc), session_options(a));
     if (a.has_params) load_params(session, session.plan(targets, fed_names), a.params);
 
     std::vector<Feed> feeds;
@@ -434,6 +454,13 @@ int cmd_run(const Args& a) {
     }
     std::cout << report;
     return 0;
+}
+
+int cmd_run(const Args& a) {
+#ifdef DLGRAPH_HAS_CUDA
+    if (a.device == "cuda") return run_on<cuda>(a);
+#endif
+    return run_on<cpu>(a);
 }
 
 // The q-quantile of sorted values, interpolated linearly between ranks (as
@@ -498,13 +525,13 @@ std::vector<OpTime> time_per_op(const ExecutionPlan& plan, const std::vector<std
     return ops;
 }
 
-BenchResult run_bench(const Args& a) {
+template <class Device> BenchResult bench_on(const Args& a) {
     BenchResult r;
     ProgramDesc desc = load_program_arg(a);
     std::tie(r.fed, r.fed_values) = read_feeds(a.feed);
     const auto targets = fetch_targets(a.fetch);
     for (auto& t : targets) r.fetch.push_back(t.var);
-    Session<cpu> session(std::move(desc), session_options(a));
+    Session<Device> session(std::move(desc), session_options(a));
     // Planned once here; every run below finds this bound plan.
     const ExecutionPlan& plan = session.plan(targets, r.fed);
     if (a.has_params) load_params(session, plan, a.params);
@@ -530,6 +557,13 @@ BenchResult run_bench(const Args& a) {
     // The memory plan the runs above used (the shapes of these feeds).
     r.memory = session.memory_plan(targets, r.fed);
     return r;
+}
+
+BenchResult run_bench(const Args& a) {
+#ifdef DLGRAPH_HAS_CUDA
+    if (a.device == "cuda") return bench_on<cuda>(a);
+#endif
+    return bench_on<cpu>(a);
 }
 
 double micros(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::micro>(d).count(); }
@@ -645,7 +679,11 @@ int cmd_plan(const Args& a) {
     const auto feeds_spec = parse_feeds(a.feed, false);
     std::vector<std::string> fed;
     for (auto& f : feeds_spec) fed.push_back(f.name);
-    ExecutionPlan plan = plan_for(p, fetch_targets(a.fetch), fed, feeds_spec.empty());
+    std::unique_ptr<DeviceContext> device;  // --device cuda: planned as Session<cuda> would, without a GPU
+#ifdef DLGRAPH_HAS_CUDA
+    if (a.device == "cuda") device = cuda_planning_context();
+#endif
+    ExecutionPlan plan = plan_for(p, fetch_targets(a.fetch), fed, feeds_spec.empty(), device.get());
     const BlockDesc& blk = p.blocks[0];
 
     // Concrete metas need a file for every feed the plan uses.
@@ -674,7 +712,7 @@ int cmd_plan(const Args& a) {
             metas[static_cast<std::size_t>(v)] = pv.declared;
             known[static_cast<std::size_t>(v)] = true;
         }
-        shape_plan(plan, std::move(metas), std::move(known), nullptr, PlanOptions{});
+        shape_plan(plan, std::move(metas), std::move(known), device.get(), PlanOptions{});
     }
     if (a.json) std::cout << plan_json(plan).dump(2) << "\n";
     else std::cout << describe(plan);

@@ -56,6 +56,9 @@ public:
     virtual std::shared_ptr<Buffer> allocate(std::size_t bytes) = 0;
     virtual void to_device(void* dst, const void* host_src, std::size_t bytes) = 0;
     virtual void to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+    // A copy within device memory, queued like the rest (the session keeps
+    // its rollback copies of device persistables this way).
+    virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
     virtual void synchronize() = 0;
 };
 

@@ -287,6 +287,22 @@ private:
             bool copied = false, had_value = false;
         };
         std::vector<saved_value> rollback;
+        // The persistables the plan writes that live on the device. A
+        // device step's fault is known only at the next wait, after later
+        // steps may have written them, so when any step may fail each is
+        // copied before the call: on the device (copy_on_device, queued
+        // ahead of the steps, no wait) or, when it holds a host value, on
+        // the host. A failed call rebinds the tensor to its copy, whose
+        // buffer then holds the failed value and serves the next call.
+        struct saved_device_value {
+            Tensor* tensor = nullptr;
+            std::shared_ptr<Buffer> copy;
+            DataType dtype = DataType::FP32;
+            Shape shape;
+            bool copied = false, had_value = false;
+        };
+        std::vector<saved_device_value> device_rollback;
+        bool may_fail = false;  // some step may fail (OpDef::may_fail)
         std::vector<Tensor*> unset_reads;  // persistables read without a value: an initializer gives one
         int last_fallible = -1;  // the last step that may fail (with the element-wise steps a chain may add)
         std::vector<int> device_reads;         // persistables read from the scope that live on the device
@@ -552,6 +568,10 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
                 r.tensor = bp->tensors[v];
                 r.first_write = first_write[v];
                 bp->rollback.push_back(std::move(r));
+            } else if (p.values[v].type == VarType::LOD_TENSOR) {
+                typename bound_plan::saved_device_value r;
+                r.tensor = bp->tensors[v];
+                bp->device_rollback.push_back(std::move(r));
             }
         }
     bp->unset_reads.reserve(p.scope_reads.size());
@@ -562,6 +582,7 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
     bp->last_fallible = device_ ? nsteps - 1 : -1;
     for (int s = 0; s < nsteps; ++s)
         if (p.steps[static_cast<std::size_t>(s)].def->may_fail) {
+            bp->may_fail = true;
             int at = s;
             if (p.steps[static_cast<std::size_t>(s)].def->fusible.arity)
                 while (at + 1 < nsteps && p.steps[static_cast<std::size_t>(at + 1)].def->fusible.arity) ++at;
@@ -857,6 +878,20 @@ auto Session<Device>::save_for_rollback(bound_plan& bp) -> void {
         if (!r.copy || r.copy->bytes() < t.bytes()) r.copy = std::make_unique<Buffer>(t.bytes());
         if (t.bytes()) std::memcpy(r.copy->data(), t.raw(), t.bytes());
     }
+    for (auto& r : bp.device_rollback) {
+        const Tensor& t = *r.tensor;
+        r.had_value = t.initialized();
+        r.copied = r.had_value && (all || bp.may_fail);
+        if (!r.copied) continue;
+        r.dtype = t.dtype();
+        r.shape = t.shape();
+        const Place where = t.place();
+        if (!r.copy || r.copy->bytes() < t.bytes() || r.copy->place() != where)
+            r.copy = allocate(where, std::max<std::size_t>(t.bytes(), 1));
+        if (!t.bytes()) continue;
+        if (where == Place::device) device_->copy_on_device(r.copy->data(), t.raw(), t.bytes());
+        else std::memcpy(r.copy->data(), t.raw(), t.bytes());
+    }
 }
 
 // Puts back what save_for_rollback saw: values copied are restored (with
@@ -882,6 +917,23 @@ auto Session<Device>::roll_back(bound_plan& bp) noexcept -> void {
             }
         }
         if (t.bytes()) std::memcpy(t.raw(), r.copy->data(), t.bytes());
+    }
+    // The device's work is done (run() waited before calling this).
+    for (auto& r : bp.device_rollback) {
+        Tensor& t = *r.tensor;
+        if (!r.had_value) {
+            if (t.initialized()) t.reset();
+            continue;
+        }
+        if (!r.copied) continue;
+        // The failed value's own buffer serves as the next call's copy.
+        std::shared_ptr<Buffer> failed = t.buffer() && t.raw() == t.buffer()->data() ? t.buffer() : nullptr;
+        try {
+            t.bind(std::move(r.copy), r.dtype, r.shape);
+        } catch (...) {  // cannot happen (the copy holds the value's bytes); lose the value rather than keep it wrong
+            t.reset();
+        }
+        r.copy = std::move(failed);
     }
 }
 

@@ -184,6 +184,11 @@ void cuda_context::to_host(void* host_dst, const void* src, std::size_t bytes) {
     check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, memory_->stream), "cudaMemcpyAsync");
 }
 
+void cuda_context::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+    make_current();
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, memory_->stream), "cudaMemcpyAsync");
+}
+
 // Waits for the stream; the fault record comes back with the same wait
 // (one small copy queued last) and is reset for the work queued after.
 // cudaGetLastError reports launches of this thread that failed before they
@@ -239,6 +244,26 @@ int cuda_device_count(std::string* why) {
     if (n == 0 && why) *why = "the CUDA runtime sees no device";
     return n;
 }
+
+namespace {
+class planning_context final : public DeviceContext {
+public:
+    std::string_view name() const noexcept override { return "cuda"; }
+    KernelFn kernel(const OpDef& def, DataType t) const noexcept override { return cuda_detail::cuda_kernel(def, t); }
+    std::shared_ptr<Buffer> allocate(std::size_t) override { refuse(); }
+    void to_device(void*, const void*, std::size_t) override { refuse(); }
+    void to_host(void*, const void*, std::size_t) override { refuse(); }
+    void copy_on_device(void*, const void*, std::size_t) override { refuse(); }
+    void synchronize() override { refuse(); }
+
+private:
+    [[noreturn]] static void refuse() {
+        throw session_error("dlgraph.cuda.planning_only", "cuda: this context only plans; it has no GPU memory");
+    }
+};
+}  // namespace
+
+std::unique_ptr<DeviceContext> cuda_planning_context() { return std::make_unique<planning_context>(); }
 
 namespace {
 const cuda_detail::cuda_context& as_cuda(const DeviceContext* d) {

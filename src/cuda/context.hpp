@@ -66,6 +66,7 @@ public:
     std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
     void to_device(void* dst, const void* host_src, std::size_t bytes) override;
     void to_host(void* host_dst, const void* src, std::size_t bytes) override;
+    void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
     void synchronize() override;
 
     cudaStream_t stream() const noexcept { return memory_->stream; }

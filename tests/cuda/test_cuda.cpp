@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -222,6 +223,41 @@ TEST_CASE("cuda: a fault on the device is the CPU's error, and the session keeps
     CHECK_THROWS_CONTAINING(s2.eval(TargetRef(xent), {{logits, lv}, {label, out_of_range}}), value_error,
                             "[dlgraph.value.label]", "label 3 (row 1) is out of range [0, 3)");
     CHECK(s2.eval(TargetRef(xent), {{logits, lv}, {label, ok}}).numel() == 3);
+}
+
+TEST_CASE("cuda: a training step whose labels are bad changes no parameter (the fault is seen after Adam ran)") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 20});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto w = p.parameter<float>("w", {20, 5}, init::xavier_uniform(11));
+    auto b = p.parameter<float>("b", {5}, init::constant(0));
+    auto [prob, xent] = softmax_with_cross_entropy(matmul(x, w) + b, label);
+    auto loss = mean(xent);
+    auto step = Adam(0.01).minimize(loss);
+    Session<cuda> s(p);
+    const auto xv = batch(4, 20, 5);
+    xt::xarray<std::int64_t> good = xt::xarray<std::int64_t>::from_shape({4, 1}), bad = good;
+    for (std::size_t i = 0; i < 4; ++i) good(i, 0) = bad(i, 0) = static_cast<std::int64_t>(i);
+    bad(2, 0) = 7;
+    s.eval(step.with({loss}), {{x, xv}, {label, good}});
+    auto values = [&] {
+        std::map<std::string, std::string> out;
+        for (auto& vd : s.program().blocks[0].vars) {
+            if (!vd.persistable) continue;
+            const Variable* v = s.scope().find_local(vd.name);
+            if (!v || !v->initialized() || !v->is<Tensor>()) continue;
+            Tensor h;
+            h.copy_from(v->get<Tensor>());
+            out[vd.name] = std::string(static_cast<const char*>(h.raw()), h.bytes());
+        }
+        return out;
+    };
+    const auto before = values();
+    CHECK_THROWS_CONTAINING(s.eval(step.with({loss}), {{x, xv}, {label, bad}}), value_error, "[dlgraph.value.label]",
+                            "label 7 (row 2)");
+    CHECK(values() == before);
+    s.eval(step.with({loss}), {{x, xv}, {label, good}});
+    CHECK(values() != before);
 }
 
 TEST_CASE("cuda: two sessions on one GPU from two threads give the CPU's results") {

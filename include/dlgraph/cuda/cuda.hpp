@@ -62,6 +62,13 @@ inline bool cuda_available(std::string* why = nullptr) { return cuda_device_coun
 // runs it on the host). Needs no GPU.
 bool cuda_has_kernel(const OpDef& def, DataType t) noexcept;
 
+// A context that plans for CUDA without a GPU: it answers name() and
+// kernel() as a session's context would (so make_plan places steps and
+// inserts copies as Session<cuda> does) and refuses memory, copies and
+// waits (session_error "dlgraph.cuda.planning_only"). `dlgraph plan
+// --device cuda` uses it.
+std::unique_ptr<DeviceContext> cuda_planning_context();
+
 // The counters of a CUDA context (a Session<cuda>'s device()); throws
 // session_error when `d` is not one.
 CudaStats cuda_stats(const DeviceContext* d);
