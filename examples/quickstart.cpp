@@ -11,8 +11,23 @@
 
 using namespace dlgraph;
 
+int run(const std::string& out_dir);
+
 int main(int argc, char** argv) {
-    const std::string out_dir = argc > 1 ? argv[1] : ".";
+    const std::string arg = argc > 1 ? argv[1] : ".";
+    if (arg == "--help" || arg == "-h" || argc > 2) {
+        std::cout << "usage: quickstart [OUT_DIR]   (writes quickstart_program.json and quickstart.dot there; default .)\n";
+        return argc > 2 ? 2 : 0;
+    }
+    try {
+        return run(arg);
+    } catch (const std::exception& e) {  // an output directory that cannot be written, ...
+        std::cerr << "quickstart: error: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+int run(const std::string& out_dir) {
 
     // 1. Build: a two-layer network; shapes are checked on each line.
     Program p;

@@ -463,3 +463,25 @@ TEST_CASE("hostile: an INT attribute given as LONG must fit in int32") {
                          {attr_long("axis", std::numeric_limits<std::int64_t>::max())})});
     CHECK_THROWS_CONTAINING(load_program(p), format_error, "[dlgraph.format.attr]", "out of range");
 }
+
+TEST_CASE("hostile: a variable written again with another shape or dtype, after a step used it, is refused") {
+    // Found by fuzz_program: y is written [65536], read by the division,
+    // then written [3]; one tensor per variable meant the division ran
+    // with Y [3] and read past it.
+    const std::vector<json> vars{var("x", {}, "INT32"), var("y", {}, "INT32"), var("o", {}, "INT32")};
+    auto div = op("elementwise_div", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"o"}}});
+    Session<cpu> s(load_program(program(vars, {fill("x", {1}, -3, 2), fill("y", {65536}, -3, 2), div,
+                                               fill("y", {3}, -4, 2)})));
+    const std::vector<TargetRef> targets{TargetRef("o"), TargetRef("y")};
+    CHECK_THROWS_CONTAINING(s.eval(targets, {}), shape_error, "[dlgraph.shape.rewrite]",
+                            "fill_constant (op #3) writes 'y' as INT32 [3], but it was INT32 [65536] for an earlier step");
+    // A write that nothing later needs is pruned: writing y twice with nothing between is no error.
+    Session<cpu> twice(load_program(program(vars, {fill("y", {8}, 1, 2), fill("y", {3}, 2, 2)})));
+    CHECK(twice.eval(TargetRef("y"), {}).numel() == 3);
+    // The same dtype and shape again is fine (in-place updates do it).
+    Session<cpu> same(load_program(
+        program(vars, {fill("x", {1}, 6, 2), fill("y", {3}, 1, 2), div, fill("x", {1}, 7, 2), fill("y", {3}, 2, 2)})));
+    const std::vector<TargetRef> both{TargetRef("o"), TargetRef("y")};
+    auto r = same.eval(both, {});
+    CHECK(r[1].numel() == 3);
+}

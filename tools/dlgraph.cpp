@@ -37,14 +37,14 @@ constexpr const char* usage_text =
     "\n"
     "commands:\n"
     "  run PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy...] [--params DIR] [--out DIR]\n"
-    "                   [--backward LOSS]\n"
+    "                   [--backward LOSS] [--device cpu|cuda]\n"
     "      Evaluate the fetched variables and write each to OUT/<NAME>.npy (OUT defaults to \".\").\n"
     "      --params DIR loads the persistable variables the fetches need from DIR/<NAME>.npy (a\n"
     "      checkpoint directory works); without it the program's initializer ops give them values.\n"
     "      --backward LOSS first appends the backward pass of LOSS for every persistable FP32/FP64\n"
     "      variable, so that gradients such as W@GRAD can be fetched.\n"
     "  bench PROGRAM.json --fetch NAME... [--feed NAME=FILE.npy...] [--params DIR] [--threads N]\n"
-    "                     [--runs N] [--warmup N] [--json]\n"
+    "                     [--runs N] [--warmup N] [--json] [--device cpu|cuda]\n"
     "      Plan once, run --warmup times (default 5), then time --runs runs (default 100) and print\n"
     "      the latency (min, median, p90, max, in microseconds), the time per op type (from as many\n"
     "      more runs, timed per op) and the plan's memory. --threads sets the session's threads\n"
@@ -591,7 +591,11 @@ json bench_json(const Args& a, const BenchResult& r) {
             {"latency_us",
              {{"min", l.front()}, {"median", quantile(l, 0.5)}, {"p90", quantile(l, 0.9)}, {"max", l.back()}, {"mean", mean_of(l)}}},
             {"ops", std::move(jops)},
-            {"memory", {{"arena_bytes", mem.arena_bytes}, {"lower_bound", mem.lower_bound}, {"unshared_bytes", mem.unshared_bytes}}}};
+            {"device", a.device},
+            {"memory", {{"arena_bytes", mem.arena_bytes}, {"lower_bound", mem.lower_bound}, {"unshared_bytes", mem.unshared_bytes}}},
+            {"device_memory", {{"arena_bytes", r.memory.device().arena_bytes},
+                               {"lower_bound", r.memory.device().lower_bound},
+                               {"unshared_bytes", r.memory.device().unshared_bytes}}}};
 }
 
 std::string bench_text(const Args& a, const BenchResult& r) {
@@ -626,6 +630,12 @@ std::string bench_text(const Args& a, const BenchResult& r) {
     text += "memory: arena " + std::to_string(mem.arena_bytes) + " bytes in " + std::to_string(r.memory.slot_bytes.size()) +
             " slots, lower bound " + std::to_string(mem.lower_bound) + " bytes, one buffer per value " +
             std::to_string(mem.unshared_bytes) + " bytes\n";
+    if (a.device != "cpu") {
+        const MemoryFigures& dev = r.memory.device();
+        text += a.device + " memory: arena " + std::to_string(dev.arena_bytes) + " bytes, lower bound " +
+                std::to_string(dev.lower_bound) + " bytes, one buffer per value " + std::to_string(dev.unshared_bytes) +
+                " bytes\n";
+    }
     return text;
 }
 

@@ -595,8 +595,14 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
     std::vector<const Variable*> in_vars;
     std::vector<VarMeta> outs;
     std::vector<VarMeta*> outp;
+    // A value is one tensor however often it is written, bound once to its
+    // last meta, so a write may not change the meta that an earlier step
+    // wrote or read since the value got it: that step's kernel would meet
+    // the later dtype and shape (a buffer of another size).
+    std::vector<bool> read_since(p.values.size(), false), written(p.values.size(), false);
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
+        for (int v : st.ins) read_since[static_cast<std::size_t>(v)] = true;
         ins.clear();
         in_vars.clear();
         outs.clear();
@@ -631,8 +637,17 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
                 throw shape_error("dlgraph.shape.persistable", st.label + " would change persistable '" + pv.name +
                                                                    "' from " + to_string(metas[v].shape) + " to " +
                                                                    to_string(outs[k].shape));
+            if (known[v] && (read_since[v] || written[v]) &&
+                !(metas[v].shape == outs[k].shape && metas[v].dtype == outs[k].dtype))
+                throw shape_error("dlgraph.shape.rewrite",
+                                  st.label + " writes '" + pv.name + "' as " + to_string(outs[k].dtype) + " " +
+                                      to_string(outs[k].shape) + ", but it was " + to_string(metas[v].dtype) + " " +
+                                      to_string(metas[v].shape) + " for an earlier step: a variable written again "
+                                      "in one plan must keep its dtype and shape");
             metas[v] = outs[k];
             known[v] = true;
+            read_since[v] = false;
+            written[v] = true;
         }
         kernel_dtypes[s] = kernel_dtype(*st.def, ctx, st.attrs.data());
         if (!st.is_copy()) check_kernel(*st.def, kernel_dtypes[s], st.label);

@@ -845,6 +845,10 @@ auto Session<Device>::run(bound_plan& bp, std::span<const Feed> feeds, std::span
         for (auto& other : plans_) other->plan.shaped = false;
         throw;
     }
+    // A plan that cannot fail needed copies only for this call (it
+    // reshaped): give their device memory back.
+    if (!bp.may_fail)
+        for (auto& r : bp.device_rollback) r.copy.reset();
     const ExecutionPlan& p = bp.plan;
     for (std::size_t i = 0; i < out.size(); ++i) {
         const int v = p.target_values[i];
@@ -928,11 +932,7 @@ auto Session<Device>::roll_back(bound_plan& bp) noexcept -> void {
         if (!r.copied) continue;
         // The failed value's own buffer serves as the next call's copy.
         std::shared_ptr<Buffer> failed = t.buffer() && t.raw() == t.buffer()->data() ? t.buffer() : nullptr;
-        try {
-            t.bind(std::move(r.copy), r.dtype, r.shape);
-        } catch (...) {  // cannot happen (the copy holds the value's bytes); lose the value rather than keep it wrong
-            t.reset();
-        }
+        t.bind(std::move(r.copy), r.dtype, r.shape);  // moves and a fixed-size Shape: cannot throw
         r.copy = std::move(failed);
     }
 }
@@ -949,7 +949,10 @@ auto Session<Device>::run_steps(bound_plan& bp, std::chrono::nanoseconds* step_t
         if (bp.wait_before[s]) wait();
         const auto t0 = step_time ? clock::now() : clock::time_point();
         bp.steps[s].first(bp.steps[s].second);
-        if (step_time) step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+        if (step_time) {  // a device step's time is until its work is done, not until it is queued
+            if (bp.plan.steps[s].place == Place::device) wait();
+            step_time[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0);
+        }
         if (bp.fault.failed() || s == detail::test_fail_at_step) throw_fault(bp.fault, bp.plan.steps[s].label);
     }
     if (bp.wait_at_end) wait();

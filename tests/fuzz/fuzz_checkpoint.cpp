@@ -49,8 +49,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size == 0) return 0;
     const model& m = base();
     static const std::string dir = fuzz::scratch_path("checkpoint");
-    fs::remove_all(dir);
-    fs::copy(m.dir, dir);
+    // The scratch copy of the model: a file system call interrupted by a
+    // signal (EINTR, e.g. libFuzzer's timers) is tried again, and an input
+    // is skipped if the copy cannot be made; that is the harness, not dlgraph.
+    bool copied = false;
+    for (int attempt = 0; attempt < 3 && !copied; ++attempt) {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        fs::copy(m.dir, dir, ec);
+        copied = !ec;
+    }
+    if (!copied) return 0;
     const std::string& replaced = m.files[data[0] % m.files.size()];
     fuzz::write_file((fs::path(dir) / replaced).string(),
                      std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
