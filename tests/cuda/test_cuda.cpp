@@ -71,6 +71,18 @@ xt::xarray<float> batch(std::size_t rows, std::size_t cols, std::uint64_t seed) 
     return a;
 }
 
+// x [-1, 20] -> matmul + bias -> softmax cross entropy against label -> mean; Adam.
+auto adam_classifier(Program& p) {
+    auto x = p.input<float>("x", {-1, 20});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto w = p.parameter<float>("w", {20, 5}, init::xavier_uniform(11));
+    auto b = p.parameter<float>("b", {5}, init::constant(0));
+    auto [prob, xent] = softmax_with_cross_entropy(matmul(x, w) + b, label);
+    auto loss = mean(xent);
+    auto step = Adam(0.01).minimize(loss);
+    return std::tuple{x, label, loss, step};
+}
+
 }  // namespace
 
 // ---- without a GPU (ctest cuda.host) ---------------------------------------------------------
@@ -165,19 +177,9 @@ TEST_CASE("cuda: an MLP's forward pass waits once per eval and allocates nothing
 }
 
 TEST_CASE("cuda: training with Adam follows the CPU, and its checkpoint loads into a CPU session") {
-    auto build = [](Program& p) {
-        auto x = p.input<float>("x", {-1, 20});
-        auto label = p.input<std::int64_t>("label", {-1, 1});
-        auto w = p.parameter<float>("w", {20, 5}, init::xavier_uniform(11));
-        auto b = p.parameter<float>("b", {5}, init::constant(0));
-        auto [prob, xent] = softmax_with_cross_entropy(matmul(x, w) + b, label);
-        auto loss = mean(xent);
-        auto step = Adam(0.01).minimize(loss);
-        return std::tuple{x, label, loss, step};
-    };
     Program pa, pb;
-    auto [xa, la, lossa, stepa] = build(pa);
-    auto [xb, lb, lossb, stepb] = build(pb);
+    auto [xa, la, lossa, stepa] = adam_classifier(pa);
+    auto [xb, lb, lossb, stepb] = adam_classifier(pb);
     Session<cpu> ref(pa);
     Session<cuda> s(pb);
     const auto x = batch(32, 20, 7);
@@ -227,13 +229,7 @@ TEST_CASE("cuda: a fault on the device is the CPU's error, and the session keeps
 
 TEST_CASE("cuda: a training step whose labels are bad changes no parameter (the fault is seen after Adam ran)") {
     Program p;
-    auto x = p.input<float>("x", {-1, 20});
-    auto label = p.input<std::int64_t>("label", {-1, 1});
-    auto w = p.parameter<float>("w", {20, 5}, init::xavier_uniform(11));
-    auto b = p.parameter<float>("b", {5}, init::constant(0));
-    auto [prob, xent] = softmax_with_cross_entropy(matmul(x, w) + b, label);
-    auto loss = mean(xent);
-    auto step = Adam(0.01).minimize(loss);
+    auto [x, label, loss, step] = adam_classifier(p);
     Session<cuda> s(p);
     const auto xv = batch(4, 20, 5);
     xt::xarray<std::int64_t> good = xt::xarray<std::int64_t>::from_shape({4, 1}), bad = good;
