@@ -82,7 +82,8 @@ model build(const options& o) {
     auto b2 = p.parameter<float>("fc2.b", {10}, init::constant(0));
     auto h = relu(matmul(x, w1) + b1);
     auto logits = p.rename(matmul(h, w2) + b2, "logits");
-    auto [prob, xent] = softmax_with_cross_entropy(logits, label);
+    auto [softmax_out, xent] = softmax_with_cross_entropy(logits, label);
+    auto prob = p.rename(softmax_out, "prob");  // what a fixed model returns (examples/embedded)
     auto loss = p.rename(mean(xent), "loss");
     auto [top1, top1_index] = top_k(prob, 1);
     p.rename(accuracy(top1, top1_index, label), "accuracy");

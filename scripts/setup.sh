@@ -4,7 +4,9 @@
 # data set (dataset-fashion-mnist) that the main example trains on;
 # `--with-bench` adds OpenBLAS and Eigen, the references bench/bench_gemm
 # compares against; `--with-fuzz` adds clang 14 and its libFuzzer runtime
-# for the fuzz targets (scripts/fuzz.sh).
+# for the fuzz targets (scripts/fuzz.sh); `--with-embedded` the ARM
+# cross-compiler with newlib and QEMU, for fixed models on an emulated
+# Cortex-M4 (examples/embedded).
 set -euo pipefail
 pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev zlib1g-dev)
@@ -13,6 +15,7 @@ for arg in "$@"; do
     --with-data) pkgs+=(dataset-fashion-mnist) ;;
     --with-bench) pkgs+=(libopenblas-dev libeigen3-dev) ;;
     --with-fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
+    --with-embedded) pkgs+=(gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib libnewlib-arm-none-eabi qemu-system-arm) ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -4,10 +4,12 @@
 # against the portable kernel core (no SIMD), then runs the tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the scope's concurrency
 # tests under ThreadSanitizer, and the fuzz targets (clang's libFuzzer):
-# their corpora replayed and 30 s of fuzzing each.
+# their corpora replayed and 30 s of fuzzing each. The Release tests include
+# fixed models on an emulated Cortex-M4 (examples/embedded/run.sh), hence the
+# ARM toolchain, QEMU and the Fashion-MNIST data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --with-embedded --with-data
 jobs=${DLGRAPH_JOBS:-$(nproc)}
 
 echo "== build and test (Release)"
@@ -22,7 +24,7 @@ cmake --build build -j "$jobs" --target dlgraph_portable_tests
 echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build-asan -j "$jobs" --target dlgraph_tests dlgraph_cli
+cmake --build build-asan -j "$jobs" --target dlgraph_tests dlgraph_cli dlgraph_fixed_tests
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(compile_fail|packaging)' \
   | tee build-asan/ctest.log
 

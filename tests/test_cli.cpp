@@ -556,3 +556,42 @@ TEST_CASE("cli: --device cuda plans without a GPU, with a copy wherever a value 
     check_error(run_cli(n.dir, "inspect " + q(n.program) + " --device cuda"), "dlgraph.cli.usage",
                 "'inspect' does not take option '--device'");
 }
+
+TEST_CASE("cli: emit writes a fixed model's header, and its errors" * doctest::skip(no_cli)) {
+    CliNet n;
+    const std::string params = n.dir.file("params");
+    fs::create_directories(params);
+    write_npy((fs::path(params) / "fc.w%400.npy").string(), fp32({3}, {1, 2, 3}));
+    write_npy((fs::path(params) / "b.npy").string(), fp32({3}, {-1, 0, 1}));
+    const std::string base = "emit " + q(n.program) + " --fetch relu_0 --params " + q(params);
+
+    auto r = run_cli(n.dir, base + " --feed x=2,3 --namespace net -o " + q(n.dir.file("net.hpp")));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("wrote " + n.dir.file("net.hpp") + ": 3 steps, weights 24 bytes, arena ", 0) == 0);
+    const std::string h = read_file_bytes(n.dir.file("net.hpp"));
+    CHECK(h.find("namespace net {") != std::string::npos);
+    CHECK(h.find("inline void run(const float (&x)[6], float (&relu_0)[6], std::span<std::byte, arena_bytes> arena) "
+                 "noexcept") != std::string::npos);
+    // Without -o the header goes to stdout.
+    r = run_cli(n.dir, base + " --feed x=2,3");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("namespace model {") != std::string::npos);
+    CHECK(r.out.find("float (&relu_0)[6]") != std::string::npos);
+
+    SUBCASE("a feed without a shape, or with a bad one") {
+        check_error(run_cli(n.dir, base + " --feed x"), "dlgraph.cli.usage", "NAME=FILE.npy");
+        check_error(run_cli(n.dir, base + " --feed x=2,,3"), "dlgraph.cli.usage", "NAME=D1,D2,...");
+        check_error(run_cli(n.dir, base + " --feed x=2,-3"), "dlgraph.cli.usage", "NAME=D1,D2,...");
+    }
+    SUBCASE("weights missing") {
+        check_error(run_cli(n.dir, "emit " + q(n.program) + " --fetch relu_0 --feed x=2,3"), "dlgraph.io.param_missing",
+                    "--params");
+    }
+    SUBCASE("an arena over its budget is for the compiler; a bad budget for the CLI") {
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --arena-budget 0"), "dlgraph.cli.usage", "--arena-budget");
+    }
+    SUBCASE("options of other commands") {
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --device cpu"), "dlgraph.cli.usage", "'--device'");
+    }
+}

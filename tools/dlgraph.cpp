@@ -22,6 +22,7 @@
 #include "dlgraph/cuda/cuda.hpp"
 #endif
 #include "dlgraph/dot.hpp"
+#include "dlgraph/fixed/emit.hpp"
 #include "dlgraph/npy.hpp"
 #include "dlgraph/plan_io.hpp"
 #include "dlgraph/session.hpp"
@@ -57,6 +58,14 @@ constexpr const char* usage_text =
     "      and the memory the plan takes. --json prints the plan as JSON.\n"
     "  dot PROGRAM.json [--fetch NAME...] [--feed NAME...] [-o FILE] [--backward LOSS]\n"
     "      Graphviz DOT of the program, or of the plan for the fetched variables.\n"
+    "  emit PROGRAM.json --fetch NAME... --feed NAME=D1,D2,...  [--params DIR] [-o FILE]\n"
+    "                    [--namespace NAME] [--arena-budget SIZE]\n"
+    "      Write a fixed model: one C++ header with the weights (from --params, a checkpoint\n"
+    "      directory works) as constexpr arrays and run(feeds..., fetches..., arena), a flat\n"
+    "      sequence of kernel calls with the shapes given (every feed needs one) and the\n"
+    "      arena planned as Session<cpu> plans it. No heap, exceptions or threads at run time\n"
+    "      (docs/design.md, \"Fixed models\"). --namespace names the model's namespace (default\n"
+    "      model); --arena-budget makes a larger arena a compile error.\n"
     "  help, --help\n"
     "      Print this text.\n"
     "\n"
@@ -95,6 +104,9 @@ struct Args {
     bool has_threads = false, has_runs = false, has_warmup = false;
     bool lenient = false, has_max_memory = false, has_device = false;
     std::string device = "cpu";  // --device cpu|cuda
+    std::string name_space = "model";  // emit --namespace
+    std::uint64_t arena_budget = 0;    // emit --arena-budget
+    bool has_namespace = false, has_arena_budget = false;
     std::uint64_t max_memory = physical_memory_bytes();
 };
 
@@ -134,7 +146,7 @@ int count_option(const std::string& opt, const std::string& value, int lo, int h
 Args parse_args(int argc, char** argv) {
     Args a;
     a.command = argv[1];
-    const std::set<std::string> commands{"run", "bench", "inspect", "plan", "dot"};
+    const std::set<std::string> commands{"run", "bench", "inspect", "plan", "dot", "emit"};
     if (!commands.count(a.command)) usage_fail("unknown command '" + a.command + "'");
     // Options each command takes.
     std::set<std::string> allowed;
@@ -144,6 +156,7 @@ Args parse_args(int argc, char** argv) {
         allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json", "--max-memory", "--device"};
     if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward", "--device"};
     if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output", "--backward"};
+    if (a.command == "emit") allowed = {"--fetch", "--feed", "--params", "-o", "--output", "--namespace", "--arena-budget"};
     allowed.insert("--lenient");
 
     for (int i = 2; i < argc; ++i) {
@@ -195,6 +208,12 @@ Args parse_args(int argc, char** argv) {
             else if (opt == "--threads") once_count(a.has_threads, a.threads, 0, 1024);
             else if (opt == "--runs") once_count(a.has_runs, a.runs, 1, 10'000'000);
             else if (opt == "--warmup") once_count(a.has_warmup, a.warmup, 0, 10'000'000);
+            else if (opt == "--namespace") once(a.has_namespace, a.name_space);
+            else if (opt == "--arena-budget") {
+                if (a.has_arena_budget) usage_fail("option " + opt + " is given twice");
+                a.has_arena_budget = true;
+                a.arena_budget = size_option(opt, value);
+            }
             else if (opt == "--max-memory") {
                 if (a.has_max_memory) usage_fail("option " + opt + " is given twice");
                 a.has_max_memory = true;
@@ -207,7 +226,7 @@ Args parse_args(int argc, char** argv) {
         }
     }
     if (a.program.empty()) usage_fail("'" + a.command + "' needs a PROGRAM.json");
-    if ((a.command == "run" || a.command == "bench" || a.command == "plan") && a.fetch.empty())
+    if ((a.command == "run" || a.command == "bench" || a.command == "plan" || a.command == "emit") && a.fetch.empty())
         usage_fail("'" + a.command + "' needs at least one --fetch NAME");
     return a;
 }
@@ -745,6 +764,61 @@ int cmd_dot(const Args& a) {
     return 0;
 }
 
+// The shape of an emit --feed NAME=D1,D2,...: whole numbers >= 1.
+Shape feed_shape(const std::string& spec, const std::string& dims) {
+    std::vector<std::int64_t> d;
+    const char* p = dims.data();
+    const char* end = p + dims.size();
+    while (p <= end) {
+        std::int64_t n = 0;
+        const auto [at, ec] = std::from_chars(p, end, n);
+        if (ec != std::errc() || n < 1 || (at != end && *at != ',') || d.size() == static_cast<std::size_t>(max_rank))
+            usage_fail("--feed '" + spec + "' needs the form NAME=D1,D2,... (at most " + std::to_string(max_rank) +
+                       " dims, each a whole number from 1)");
+        d.push_back(n);
+        p = at + 1;
+    }
+    return Shape(d);
+}
+
+int cmd_emit(const Args& a) {
+    ProgramDesc desc = load_for(a);
+    std::vector<fixed::EmitFeed> feeds;
+    for (auto& f : parse_feeds(a.feed, true)) feeds.push_back({f.name, feed_shape(f.name + "=" + f.file, f.file)});
+    const std::vector<std::string> fetches(a.fetch.begin(), a.fetch.end());
+    const BlockDesc& blk = desc.blocks[0];
+    auto param = [&](const std::string& name) -> Tensor {
+        if (!a.has_params)
+            throw io_error("dlgraph.io.param_missing",
+                           "the model needs the weight '" + name + "': give --params DIR (a checkpoint directory)");
+        std::error_code ec;
+        if (!fs::is_directory(a.params, ec))
+            throw io_error("dlgraph.io.open", "--params '" + a.params + "' is not a directory");
+        const std::string path = npy_path(a.params, name);
+        if (!fs::exists(path, ec))
+            throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
+                                                           "' in --params directory");
+        Tensor t = read_npy(path);
+        check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
+        return t;
+    };
+    fixed::EmitOptions opts;
+    opts.name = a.name_space;
+    opts.source = fs::path(a.program).filename().string();
+    opts.arena_budget = a.arena_budget;
+    const fixed::EmittedModel m = fixed::emit(desc, feeds, fetches, param, opts);
+    if (!a.has_output) {
+        std::cout << m.header;
+        return 0;
+    }
+    detail::write_file_atomic(a.output, {m.header});
+    std::cout << "wrote " << a.output << ": " << m.steps << " steps, weights " << m.weight_bytes
+              << " bytes, arena " << m.planned_arena_bytes << " bytes planned (liveness lower bound " << m.lower_bound
+              << "; Session<cpu> plans " << m.session_arena_bytes << ")"
+              << (m.gemm_workspaces.empty() ? "" : " + the products' workspace (computed by the compiler)") << "\n";
+    return 0;
+}
+
 // One line: newlines inside a message become spaces.
 std::string one_line(std::string s) {
     for (auto& c : s)
@@ -773,6 +847,7 @@ int main(int argc, char** argv) {
         else if (a.command == "bench") rc = cmd_bench(a);
         else if (a.command == "inspect") rc = cmd_inspect(a);
         else if (a.command == "plan") rc = cmd_plan(a);
+        else if (a.command == "emit") rc = cmd_emit(a);
         else rc = cmd_dot(a);
         std::cout.flush();
         if (!std::cout) throw io_error("dlgraph.io.write", "cannot write to standard output");

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The Fashion-MNIST MLP as a fixed model on an emulated Cortex-M4:
+# train (or reuse a checkpoint), emit, build for the host and for QEMU's
+# mps2-an386, run both on the first N test images, compare, report sizes.
+#
+#   bash examples/embedded/run.sh BUILD_DIR WORK_DIR [N]     (N: images, default 1000)
+#
+# BUILD_DIR holds dlgraph's build (dlgraph, examples/fashion_mnist,
+# examples/embedded_tools). CHECKPOINT=DIR reuses a trained checkpoint
+# (fashion_mnist's out/fashion_mnist_model); without it the demo trains one
+# epochs on the 60,000 training images. DATA=DIR points at the data (default
+# /usr/share/datasets/fashion-mnist). Needs gcc-arm-none-eabi,
+# libstdc++-arm-none-eabi-newlib, libnewlib-arm-none-eabi and qemu-system-arm
+# (scripts/setup.sh --with-embedded). Exit status 0 when every image gets the
+# same class on both.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "$1" && pwd)
+mkdir -p "$2"
+work=$(cd "$2" && pwd)
+n=${3:-1000}
+data=${DATA:-/usr/share/datasets/fashion-mnist}
+
+ckpt=${CHECKPOINT:-}
+if [ -z "$ckpt" ]; then
+  echo "== training the demo's MLP (2 epochs)"
+  "$build/examples/fashion_mnist" --data "$data" --epochs 2 --out "$work/train" | tail -n 2
+  ckpt=$work/train/fashion_mnist_model
+fi
+
+echo "== dlgraph emit"
+"$build/dlgraph" emit "$ckpt/program.json" --params "$ckpt" --feed x=1,784 --fetch prob \
+  --namespace fmnist --arena-budget 64K -o "$work/model.hpp"
+"$build/examples/embedded_tools" images "$data" "$n" "$work/images.hpp"
+
+# The same floating point everywhere: no fast-math, no contraction.
+common=(-std=c++20 -ffp-contract=off -fno-exceptions -fno-rtti -Wall -Wextra -I "$root/include" -I "$work" -I "$here")
+
+echo "== host build"
+g++ -O2 "${common[@]}" "$here/firmware.cpp" "$here/model_unit.cpp" -o "$work/host"
+"$work/host" > "$work/host.txt"
+
+echo "== Cortex-M4 build (arm-none-eabi-g++ -Os, mps2-an386)"
+# One float per portable vector (DLGRAPH_VECTOR_BYTES=4): the core has no
+# vector unit, and wider portable vectors only unroll the code (FP32 models
+# only: an FP64 model needs 8). -fno-math-errno lets a result nobody reads
+# (softmax's log-sum) go; it changes no value.
+arm=(arm-none-eabi-g++ -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os -ffunction-sections
+     -fdata-sections -fno-math-errno -DDLGRAPH_VECTOR_BYTES=4 "${common[@]}")
+link=(-nostartfiles --specs=rdimon.specs -T "$here/mps2_an386.ld" -Wl,--gc-sections)
+"${arm[@]}" -c "$here/model_unit.cpp" -o "$work/model_unit.o"
+"${arm[@]}" -DDLGRAPH_EMPTY_MODEL -c "$here/model_unit.cpp" -o "$work/empty_unit.o"
+for v in model empty; do
+  "${arm[@]}" "$here/firmware.cpp" "$here/startup.cpp" "$work/${v}_unit.o" "${link[@]}" -o "$work/$v.elf"
+done
+
+# No heap, no exceptions, no RTTI in the model: its object file refers to
+# none of their symbols.
+bad=$(arm-none-eabi-nm -u "$work/model_unit.o" | grep -E ' (malloc|free|calloc|realloc|_Zn[wa]|_Zd[la]|__cxa_|_ZTI|__gxx_personality)' || true)
+if [ -n "$bad" ]; then
+  echo "embedded: the model's object needs heap or exception support:"; echo "$bad"; exit 1
+fi
+
+echo "== running on QEMU mps2-an386"
+timeout 900 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+  -semihosting-config enable=on,target=native -kernel "$work/model.elf" > "$work/target.txt"
+
+echo "== comparison"
+"$build/examples/embedded_tools" compare "$work/host.txt" "$work/target.txt"
+
+# Sizes: code (.text) and RAM (.data + .bss) of the firmware less the empty
+# program's; the weights are .rodata.
+size_of() { arm-none-eabi-size -A "$1" | awk -v s="$2" '$1 == s { print $2 }'; }
+text=$(( $(size_of "$work/model.elf" .text) - $(size_of "$work/empty.elf" .text) ))
+ram=$(( $(size_of "$work/model.elf" .data) + $(size_of "$work/model.elf" .bss) - $(size_of "$work/empty.elf" .data) - $(size_of "$work/empty.elf" .bss) ))
+rodata=$(( $(size_of "$work/model.elf" .rodata) - $(size_of "$work/empty.elf" .rodata) ))
+arena=$(sed -n 's/.*arena \([0-9]*\) bytes$/\1/p' "$work/target.txt")
+echo "Cortex-M4 -Os: code $text bytes (kernel core and steps), RAM $ram bytes (arena $arena), weights and constants $rodata bytes"

@@ -1,0 +1,766 @@
+// The fixed-model emitter: a program, its fetched targets, the shapes of its
+// feeds and the values of its weights become one C++ header (what `dlgraph
+// emit` writes). The header holds the weights as constexpr arrays, the
+// arena's size as a constant, and `run()`: a flat sequence of calls into
+// the kernel core (fixed/runtime.hpp) with constant extents and constant
+// offsets into the arena, planned by the same planner and memory plan as
+// Session<cpu>. Everything that can fail is checked here, so the model
+// itself cannot fail: it has no error path, no heap and no exceptions.
+//
+// Supported: the inference ops with kernels in the core (element-wise,
+// scale, assign, mul, matmul, softmax, mean, reduce_sum/mean/max, reshape,
+// transpose, concat, split, cast, sum) in FP32 and FP64 (integer dtypes
+// where the CPU has them). softmax_with_cross_entropy whose Loss no fetched
+// target needs is emitted as the softmax it computes (the label is then not
+// needed). Any other op is refused by name.
+#pragma once
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <set>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dlgraph/checkpoint.hpp"
+#include "dlgraph/dlgraph.hpp"
+#include "dlgraph/kernels/elementwise.hpp"
+#include "dlgraph/kernels/matmul.hpp"
+#include "dlgraph/ops/reduce.hpp"
+
+namespace dlgraph::fixed {
+
+struct EmitFeed {
+    std::string name;
+    Shape shape;
+};
+
+struct EmitOptions {
+    std::string name = "model";  // the namespace of the model (a C++ identifier)
+    std::string source;          // where the program came from, for the header's comment
+    std::uint64_t arena_budget = 0;  // bytes; when set, a larger arena is a compile error
+};
+
+struct EmittedModel {
+    std::string header;
+    std::size_t planned_arena_bytes = 0;  // the arena less the products' workspace (added at compile time)
+    std::size_t session_arena_bytes = 0;  // what Session<cpu> plans for the same targets and shapes
+    std::size_t lower_bound = 0;          // the most bytes live at once
+    std::size_t weight_bytes = 0;
+    int steps = 0;
+    std::vector<std::string> gemm_workspaces;  // per product, the expression of its workspace bytes
+};
+
+// Returns the weight (a persistable variable) `name`; throws if it has none.
+using ParamSource = std::function<Tensor(const std::string& name)>;
+
+namespace emit_detail {
+
+inline std::string cpp_type(DataType t) {
+    switch (t) {
+        case DataType::FP32: return "float";
+        case DataType::FP64: return "double";
+        case DataType::INT32: return "std::int32_t";
+        case DataType::INT64: return "std::int64_t";
+        case DataType::INT16: return "std::int16_t";
+        case DataType::BOOL: return "bool";
+        default: return "";
+    }
+}
+
+// A double as an exact C++ literal (hexadecimal), or the expression of an
+// infinity or NaN.
+inline std::string double_literal(double v) {
+    if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
+    if (std::isinf(v)) return v > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    return buf;
+}
+
+template <class T> std::string literal(T v) {
+    char buf[64];
+    if constexpr (std::is_same_v<T, float>) {
+        if (std::isnan(v)) return "std::numeric_limits<float>::quiet_NaN()";
+        if (std::isinf(v)) return v > 0 ? "std::numeric_limits<float>::infinity()" : "-std::numeric_limits<float>::infinity()";
+        std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
+    } else if constexpr (std::is_same_v<T, double>) {
+        return double_literal(v);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return v ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, std::int64_t>) {
+        if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
+        std::snprintf(buf, sizeof buf, "%" PRId64 "LL", v);
+    } else {
+        std::snprintf(buf, sizeof buf, "%" PRId64, static_cast<std::int64_t>(v));
+    }
+    return buf;
+}
+
+inline std::string ints_text(const std::int64_t* p, int n) {
+    std::string s = "{";
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(p[i]);
+    if (n == 0) s += "0";  // arrays of at least one element
+    return s + "}";
+}
+inline std::string bools_text(const bool* p, int n) {
+    std::string s = "{";
+    for (int i = 0; i < n; ++i) s += std::string(i ? ", " : "") + (p[i] ? "true" : "false");
+    if (n == 0) s += "false";
+    return s + "}";
+}
+
+inline bool is_keyword(const std::string& s) {
+    static const std::set<std::string> k{
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+        "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+        "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+        "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+        "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+        "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+        "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+        "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+        "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+        // names the header itself uses
+        "arena", "std", "dlgraph", "run", "run_erased", "model"};
+    return k.count(s) > 0;
+}
+
+// A variable name as a C++ identifier: other characters become '_', a
+// leading digit or underscore gets a prefix, a keyword a suffix.
+inline std::string identifier(const std::string& name) {
+    std::string s;
+    for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '_') s = "v" + s;
+    while (s.find("__") != std::string::npos) s.replace(s.find("__"), 2, "_");
+    if (is_keyword(s)) s += "_";
+    return s;
+}
+
+inline bool valid_namespace(const std::string& s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    for (char c : s)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    return !is_keyword(s) || s == "model";
+}
+
+// softmax_with_cross_entropy ops whose Loss the fetched targets do not
+// need become the softmax they compute (same core function, same bits), so
+// an inference program needs no label. What the targets need is found
+// walking the ops backwards from them: an op whose outputs are needed needs
+// its inputs (a rewritten op only its Logits).
+inline ProgramDesc for_inference(ProgramDesc program, std::span<const std::string> fetches) {
+    BlockDesc& blk = program.blocks.at(0);
+    std::set<std::string> needed(fetches.begin(), fetches.end());
+    for (std::size_t i = blk.ops.size(); i-- > 0;) {
+        OpDesc& op = blk.ops[i];
+        bool used = false;
+        for (const OpSlot& s : op.outputs)
+            for (const std::string& a : s.arguments) used = used || needed.count(a) > 0;
+        if (!used) continue;
+        const OpSlot* loss = op.output("Loss");
+        const OpSlot* sm = op.output("Softmax");
+        const OpSlot* logits = op.input("Logits");
+        if (op.type == "softmax_with_cross_entropy" && loss && sm && logits && loss->arguments.size() == 1 &&
+            !needed.count(loss->arguments[0])) {
+            OpDesc soft;
+            soft.type = "softmax";
+            soft.set_input("X", logits->arguments);
+            soft.set_output("Out", sm->arguments);
+            soft.set_attr(Attribute::make_int("axis", -1));
+            op = std::move(soft);
+        }
+        for (const OpSlot& s : op.inputs) needed.insert(s.arguments.begin(), s.arguments.end());
+    }
+    return program;
+}
+
+class emitter {
+public:
+    emitter(const ExecutionPlan& p, const std::vector<Tensor>& weights, const std::vector<std::string>& weight_ids,
+            const std::vector<std::string>& feed_params, const std::vector<std::string>& fetch_params)
+        : p_(p), weights_(weights), weight_ids_(weight_ids), feed_params_(feed_params), fetch_params_(fetch_params) {}
+
+    // The C++ expression of value v's data, as T*.
+    std::string ptr(int v) const {
+        const PlannedValue& pv = p_.values[static_cast<std::size_t>(v)];
+        for (std::size_t t = 0; t < p_.target_values.size(); ++t)
+            if (p_.target_values[t] == v && pv.written) return fetch_params_[t];
+        if (pv.kind == ValueKind::feed) {
+            for (std::size_t f = 0; f < p_.feed_values.size(); ++f)
+                if (p_.feed_values[f] == v) return feed_params_[f];
+        }
+        if (pv.kind == ValueKind::persistable) {
+            const auto w = std::find(p_.scope_reads.begin(), p_.scope_reads.end(), v);
+            return "w::" + weight_ids_[static_cast<std::size_t>(w - p_.scope_reads.begin())];
+        }
+        const auto off = p_.memory.value_offset[static_cast<std::size_t>(v)];
+        return "reinterpret_cast<" + cpp_type(meta(v).dtype) + "*>(a + " + std::to_string(off) + ")";
+    }
+    // Whether two values share storage (the planner put one over the other).
+    bool same_storage(int a, int b) const { return a == b || (in_arena(a) && in_arena(b) && offset(a) == offset(b)); }
+
+    const VarMeta& meta(int v) const { return p_.metas[static_cast<std::size_t>(v)]; }
+    std::int64_t numel(int v) const { return meta(v).shape.numel(); }
+    int in(const PlannedStep& st, int slot, int k = 0) const {
+        return st.ins[st.in_off[static_cast<std::size_t>(slot)] + static_cast<std::size_t>(k)];
+    }
+    int in_count(const PlannedStep& st, int slot) const {
+        return static_cast<int>(st.in_off[static_cast<std::size_t>(slot) + 1] - st.in_off[static_cast<std::size_t>(slot)]);
+    }
+    int out(const PlannedStep& st, int slot, int k = 0) const {
+        return st.outs[st.out_off[static_cast<std::size_t>(slot)] + static_cast<std::size_t>(k)];
+    }
+    int out_count(const PlannedStep& st, int slot) const {
+        return static_cast<int>(st.out_off[static_cast<std::size_t>(slot) + 1] - st.out_off[static_cast<std::size_t>(slot)]);
+    }
+
+    // Emits step s; returns false when its op has no fixed-model kernel.
+    bool step(int s, std::ostream& o);
+    std::vector<std::string> workspaces;  // per product: its workspace bytes (an expression)
+    int next_constant = 0;
+
+private:
+    bool in_arena(int v) const { return p_.memory.value_slot[static_cast<std::size_t>(v)] == 0 && !is_target(v); }
+    bool is_target(int v) const {
+        return std::find(p_.target_values.begin(), p_.target_values.end(), v) != p_.target_values.end();
+    }
+    std::size_t offset(int v) const { return p_.memory.value_offset[static_cast<std::size_t>(v)]; }
+    std::string constant_name(const char* what) { return std::string(what) + std::to_string(next_constant++); }
+    void gemm(std::ostream& o, const std::string& T, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+              const std::string& alpha, const std::string& a, std::int64_t lda, const std::string& b, std::int64_t ldb,
+              const std::string& c, std::int64_t ldc) {
+        const std::string ws = "dlgraph::fixed::gemm_workspace_bytes<" + T + ">(" + (tb ? "true" : "false") + ", " +
+                               std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ")";
+        workspaces.push_back(ws);
+        o << "    dlgraph::fixed::gemm<" << T << ">(" << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ", "
+          << m << ", " << n << ", " << k << ", " << alpha << ", " << a << ", " << lda << ", " << b << ", " << ldb << ", "
+          << c << ", " << ldc << ", ws, " << ws << ");\n";
+    }
+    void copy(std::ostream& o, int from, int to) {
+        if (same_storage(from, to) || numel(to) == 0) return;
+        o << "    dlgraph::kernels::copy_elements(" << ptr(from) << ", " << numel(to) << ", " << ptr(to) << ");\n";
+    }
+
+    const ExecutionPlan& p_;
+    const std::vector<Tensor>& weights_;
+    const std::vector<std::string>& weight_ids_;
+    const std::vector<std::string>& feed_params_;
+    const std::vector<std::string>& fetch_params_;
+};
+
+inline const char* binary_functor(const std::string& type) {
+    if (type == "elementwise_add") return "add_fn";
+    if (type == "elementwise_sub") return "sub_fn";
+    if (type == "elementwise_mul") return "mul_fn";
+    if (type == "elementwise_div") return "div_fn";
+    if (type == "elementwise_max") return "max_fn";
+    if (type == "elementwise_min") return "min_fn";
+    if (type == "elementwise_pow") return "pow_fn";
+    return nullptr;
+}
+inline const char* unary_functor(const std::string& type) {
+    static const char* names[] = {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "square"};
+    for (const char* n : names)
+        if (type == n) return n;
+    return nullptr;
+}
+
+inline bool emitter::step(int s, std::ostream& o) {
+    const PlannedStep& st = p_.steps[static_cast<std::size_t>(s)];
+    const std::string type(st.def->type);
+    const DataType dt = p_.kernel_dtypes[static_cast<std::size_t>(s)];
+    const std::string T = cpp_type(dt);
+    const bool fp = dt == DataType::FP32 || dt == DataType::FP64;
+    auto attr = [&](int k) -> const Attribute& { return st.attrs[static_cast<std::size_t>(k)]; };
+    o << "    // " << st.label << "\n";
+
+    if (const char* f = binary_functor(type)) {
+        if (!fp && dt != DataType::INT32 && dt != DataType::INT64) return false;
+        if (!fp && type == "elementwise_pow") return false;
+        const int x = in(st, 0), y = in(st, 1), z = out(st, 0);
+        const std::int64_t n = numel(z), xn = numel(x), yn = numel(y);
+        if (!fp && type == "elementwise_div" && n > 0) {
+            // The model has no error path: an integer divisor must be a
+            // weight, checked here to hold no zero.
+            const PlannedValue& pv = p_.values[static_cast<std::size_t>(y)];
+            const auto w = std::find(p_.scope_reads.begin(), p_.scope_reads.end(), y);
+            if (pv.kind != ValueKind::persistable || w == p_.scope_reads.end())
+                throw graph_error("dlgraph.emit.div", st.label + ": an integer division by '" + pv.name +
+                                                          "', known only at run time: a fixed model cannot report a "
+                                                          "division by zero (divide by a weight, or in floating point)");
+            const Tensor& t = weights_[static_cast<std::size_t>(w - p_.scope_reads.begin())];
+            bool zero = false;
+            visit_dtype(t.dtype(), [&]<class U>(type_tag<U>) {
+                if constexpr (std::is_integral_v<U>)
+                    for (std::int64_t i = 0; i < t.numel(); ++i) zero = zero || t.data<U>()[i] == U(0);
+            });
+            if (zero)
+                throw graph_error("dlgraph.emit.div", st.label + ": the divisor '" + pv.name + "' holds a zero");
+        }
+        if (n == 0) return true;
+        const std::string fn = std::string("dlgraph::kernels::") + f + "{}";
+        if (xn == n && yn == n)
+            o << "    dlgraph::kernels::binary_loop_serial(" << n << ", " << ptr(x) << ", 1, " << ptr(y) << ", 1, "
+              << ptr(z) << ", " << fn << ");\n";
+        else if (yn == 1 && xn == n)
+            o << "    dlgraph::kernels::binary_loop_serial(" << n << ", " << ptr(x) << ", 1, " << ptr(y) << ", 0, "
+              << ptr(z) << ", " << fn << ");\n";
+        else if (xn == 1 && yn == n)
+            o << "    dlgraph::kernels::binary_loop_serial(" << n << ", " << ptr(x) << ", 0, " << ptr(y) << ", 1, "
+              << ptr(z) << ", " << fn << ");\n";
+        else {
+            const Shape &xs = meta(x).shape, &ys = meta(y).shape, &zs = meta(z).shape;
+            const kernels::broadcast_geometry g =
+                kernels::broadcast_walk_of(xs.begin(), xs.rank(), ys.begin(), ys.rank(), attr(0).i, zs.begin(), zs.rank());
+            const std::string gname = constant_name("walk");
+            o << "    static constexpr dlgraph::kernels::broadcast_geometry " << gname << "{.rank = " << g.rank
+              << ", .zs = " << ints_text(g.zs, kernels::max_rank) << ", .xst = " << ints_text(g.xst, kernels::max_rank)
+              << ", .yst = " << ints_text(g.yst, kernels::max_rank) << ", .inner = " << g.inner
+              << ", .first_outer = " << g.first_outer << ", .sx = " << g.sx << ", .sy = " << g.sy << "};\n";
+            o << "    dlgraph::fixed::broadcast(" << ptr(x) << ", " << ptr(y) << ", " << ptr(z) << ", " << n << ", "
+              << gname << ", " << fn << ");\n";
+        }
+        return true;
+    }
+    if (const char* f = unary_functor(type)) {
+        const bool ints_ok = type == "abs" || type == "square";
+        if (!fp && !(ints_ok && (dt == DataType::INT32 || dt == DataType::INT64))) return false;
+        const int x = in(st, 0), z = out(st, 0);
+        if (numel(z) > 0)
+            o << "    dlgraph::kernels::unary_loop_serial(" << numel(z) << ", " << ptr(x) << ", " << ptr(z)
+              << ", dlgraph::kernels::" << f << "_fn{});\n";
+        return true;
+    }
+    if (type == "scale") {
+        if (T.empty() || dt == DataType::BOOL || dt == DataType::INT16) return false;
+        const int x = in(st, 0), z = out(st, 0);
+        if (numel(z) == 0) return true;
+        o << "    dlgraph::kernels::unary_loop_serial(" << numel(z) << ", " << ptr(x) << ", " << ptr(z)
+          << ", dlgraph::kernels::scale_fn<" << T << ", " << (attr(2).b ? "true" : "false") << ">{dlgraph::kernels::convert<"
+          << T << ">(" << double_literal(attr(0).f) << "), dlgraph::kernels::convert<" << T << ">("
+          << double_literal(attr(1).f) << ")});\n";
+        return true;
+    }
+    if (type == "assign" || type == "reshape") {
+        if (T.empty()) return false;
+        copy(o, in(st, 0), out(st, 0));
+        return true;
+    }
+    if (type == "mul") {
+        if (!fp) return false;
+        const int x = in(st, 0), y = in(st, 1), z = out(st, 0);
+        const Shape &xs = meta(x).shape, &ys = meta(y).shape;
+        const int xi = static_cast<int>(attr(0).i), yi = static_cast<int>(attr(1).i);
+        const std::int64_t M = ops::dim_product(xs, 0, xi), K = ops::dim_product(xs, xi, xs.rank()),
+                           N = ops::dim_product(ys, yi, ys.rank());
+        gemm(o, T, false, false, M, N, K, T + "(1)", ptr(x), K, ptr(y), N, ptr(z), N);
+        return true;
+    }
+    if (type == "matmul") {
+        if (!fp) return false;
+        const int x = in(st, 0), y = in(st, 1), z = out(st, 0);
+        const Shape &xs = meta(x).shape, &ys = meta(y).shape;
+        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), attr(0).b, attr(1).b);
+        const kernels::matmul_batches bt(xs.begin(), xs.rank(), ys.begin(), ys.rank(), v.m * v.k, v.k * v.n);
+        const std::string al = "static_cast<" + T + ">(" + double_literal(attr(2).f) + ")";
+        if (bt.nb == 0 || v.m * v.n == 0) return true;
+        if (bt.one_product(v.ta)) {
+            gemm(o, T, false, v.tb, bt.nb * v.m, v.n, v.k, al, ptr(x), v.lda, ptr(y), v.ldb, ptr(z), v.n);
+            return true;
+        }
+        bt.for_each([&](std::int64_t b, std::int64_t ox, std::int64_t oy, bool, bool) {
+            gemm(o, T, v.ta, v.tb, v.m, v.n, v.k, al, ptr(x) + " + " + std::to_string(ox), v.lda,
+                 ptr(y) + " + " + std::to_string(oy), v.ldb, ptr(z) + " + " + std::to_string(b * v.m * v.n), v.n);
+        });
+        return true;
+    }
+    if (type == "softmax") {
+        if (!fp) return false;
+        const int x = in(st, 0), z = out(st, 0);
+        const Shape& xs = meta(x).shape;
+        if (xs.numel() == 0) return true;
+        const std::int64_t axis = attr(0).i;
+        const int a = static_cast<int>(axis < 0 ? axis + xs.rank() : axis);
+        o << "    dlgraph::kernels::softmax(" << ptr(x) << ", " << ptr(z) << ", " << ops::dim_product(xs, 0, a) << ", "
+          << xs[a] << ", " << ops::dim_product(xs, a + 1, xs.rank()) << ");\n";
+        return true;
+    }
+    if (type == "mean") {
+        if (!fp) return false;
+        o << "    *" << ptr(out(st, 0)) << " = dlgraph::kernels::mean_all(" << ptr(in(st, 0)) << ", "
+          << numel(in(st, 0)) << ");\n";
+        return true;
+    }
+    if (type == "reduce_sum" || type == "reduce_mean" || type == "reduce_max") {
+        if (!fp && (type == "reduce_mean" || (dt != DataType::INT32 && dt != DataType::INT64))) return false;
+        const int x = in(st, 0);
+        const Shape& xs = meta(x).shape;
+        bool red[max_rank] = {};
+        std::int64_t bad = 0;
+        bool dup = false;
+        ops::reduced_dims(st.attrs.data(), xs.rank(), red, bad, dup);
+        const std::string d = constant_name("dims"), r = constant_name("reduced");
+        o << "    static constexpr std::int64_t " << d << "[] = " << ints_text(xs.begin(), xs.rank()) << ";\n";
+        o << "    static constexpr bool " << r << "[] = " << bools_text(red, xs.rank()) << ";\n";
+        o << "    dlgraph::kernels::" << type << "(" << ptr(x) << ", " << d << ", " << xs.rank() << ", " << r << ", "
+          << ptr(out(st, 0)) << ");\n";
+        return true;
+    }
+    if (type == "transpose") {
+        if (T.empty()) return false;
+        const int x = in(st, 0);
+        const Shape& xs = meta(x).shape;
+        if (xs.numel() == 0) return true;
+        const std::string d = constant_name("dims"), pm = constant_name("perm");
+        o << "    static constexpr std::int64_t " << d << "[] = " << ints_text(xs.begin(), xs.rank()) << ";\n";
+        o << "    static constexpr std::int64_t " << pm << "[] = "
+          << ints_text(attr(0).ints.data(), static_cast<int>(attr(0).ints.size())) << ";\n";
+        o << "    dlgraph::kernels::transpose(" << ptr(x) << ", " << d << ", " << xs.rank() << ", " << pm << ", "
+          << ptr(out(st, 0)) << ");\n";
+        return true;
+    }
+    if (type == "concat" || type == "split") {
+        if (T.empty()) return false;
+        const bool cat = type == "concat";
+        const int whole = cat ? out(st, 0) : in(st, 0);
+        const int n = cat ? in_count(st, 0) : out_count(st, 0);
+        const Shape& ws = meta(whole).shape;
+        if (ws.numel() == 0) return true;
+        const std::int64_t axis = attr(cat ? 0 : 2).i;
+        const int a = static_cast<int>(axis < 0 ? axis + ws.rank() : axis);
+        const std::int64_t outer = ops::dim_product(ws, 0, a), inner = ops::dim_product(ws, a + 1, ws.rank());
+        std::int64_t at = 0;
+        for (int k0 = 0; k0 < n; k0 += 32) {  // as cpu_ops::parts_per_call
+            const int m = std::min(n - k0, 32);
+            std::string parts = "{", dims = "{";
+            std::int64_t width = 0;
+            for (int j = 0; j < m; ++j) {
+                const int v = cat ? in(st, 0, k0 + j) : out(st, 0, k0 + j);
+                parts += (j ? ", " : "") + ptr(v);
+                dims += (j ? ", " : "") + std::to_string(meta(v).shape[a]);
+                width += meta(v).shape[a];
+            }
+            const std::string pn = constant_name("parts"), dn = constant_name("dims");
+            o << "    " << (cat ? "const " : "") << T << "* const " << pn << "[] = " << parts << "};\n";
+            o << "    static constexpr std::int64_t " << dn << "[] = " << dims << "};\n";
+            if (cat)
+                o << "    dlgraph::kernels::concat(" << outer << ", " << inner << ", " << m << ", " << pn << ", " << dn
+                  << ", " << ptr(whole) << " + " << at * inner << ", " << ws[a] * inner << ");\n";
+            else
+                o << "    dlgraph::kernels::split(" << outer << ", " << inner << ", " << m << ", " << ptr(whole) << " + "
+                  << at * inner << ", " << ws[a] * inner << ", " << pn << ", " << dn << ");\n";
+            at += width;
+        }
+        return true;
+    }
+    if (type == "cast") {
+        const int x = in(st, 0), z = out(st, 0);
+        const std::string U = cpp_type(meta(z).dtype);
+        if (T.empty() || U.empty() || dt == DataType::FP16) return false;
+        if (numel(z) > 0)
+            o << "    dlgraph::kernels::cast(" << ptr(x) << ", " << numel(z) << ", " << ptr(z) << ");\n";
+        return true;
+    }
+    if (type == "sum") {
+        if (!fp && dt != DataType::INT32 && dt != DataType::INT64) return false;
+        const int z = out(st, 0), count = in_count(st, 0);
+        const std::int64_t n = numel(z);
+        int alias = -1;
+        for (int k = 0; k < count; ++k)
+            if (same_storage(in(st, 0, k), z)) alias = k;
+        if (n == 0 || (alias >= 0 && count == 1)) return true;
+        if (alias < 0 && count == 1) {
+            copy(o, in(st, 0, 0), z);
+            return true;
+        }
+        bool accumulate = alias >= 0;
+        std::string parts = "{";
+        int m = 0;
+        auto flush = [&] {
+            const std::string pn = constant_name("parts");
+            o << "    const " << T << "* const " << pn << "[] = " << parts << "};\n";
+            o << "    dlgraph::kernels::sum(" << n << ", " << m << ", " << pn << ", " << ptr(z) << ", "
+              << (accumulate ? "true" : "false") << ");\n";
+            accumulate = true;
+            parts = "{";
+            m = 0;
+        };
+        for (int k = 0; k < count; ++k) {
+            if (k == alias) continue;
+            parts += (m ? ", " : "") + ptr(in(st, 0, k));
+            if (++m == 32) flush();
+        }
+        if (m > 0) flush();
+        return true;
+    }
+    return false;
+}
+
+// The most bytes the arena's values (intermediates, not targets) hold at
+// once over the steps: a value is live from the step that writes it to the
+// last that reads it; values written in place over another (same offset)
+// count once.
+inline std::size_t arena_lower_bound(const ExecutionPlan& p) {
+    std::size_t best = 0;
+    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
+        std::set<std::size_t> offsets;
+        std::size_t live = 0;
+        for (std::size_t v = 0; v < p.values.size(); ++v) {
+            const PlannedValue& pv = p.values[v];
+            if (p.memory.value_slot[v] != 0 || pv.target || pv.first_step > s || std::max(pv.last_step, pv.first_step) < s)
+                continue;
+            if (offsets.insert(p.memory.value_offset[v]).second) live += meta_bytes(p.metas[v]);
+        }
+        best = std::max(best, live);
+    }
+    return best;
+}
+
+}  // namespace emit_detail
+
+// The header of a fixed model for `fetches` of `program` with `feeds` of
+// these shapes; `params` gives the weights the targets need.
+inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed> feeds,
+                         std::span<const std::string> fetches, const ParamSource& params, const EmitOptions& opts) {
+    using namespace emit_detail;
+    if (!valid_namespace(opts.name))
+        throw format_error("dlgraph.emit.name", "'" + opts.name + "' is not a C++ identifier for the model's namespace");
+    if (fetches.empty()) throw graph_error("dlgraph.emit.fetch", "a fixed model needs at least one fetched variable");
+    for (std::size_t i = 0; i < fetches.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (fetches[i] == fetches[j])
+                throw graph_error("dlgraph.emit.fetch", "'" + fetches[i] + "' is fetched twice");
+    const ProgramDesc program = for_inference(program_in, fetches);
+    const BlockDesc& blk = program.blocks.at(0);
+
+    std::vector<TargetRef> targets(fetches.begin(), fetches.end());
+    std::vector<std::string> fed;
+    std::vector<VarMeta> fed_metas;
+    for (const EmitFeed& f : feeds) {
+        const VarDesc* vd = blk.find_var(f.name);
+        if (!vd) throw feed_error("dlgraph.feed.unknown", "feed '" + f.name + "' names no variable of the program");
+        fed.push_back(f.name);
+        fed_metas.push_back({vd->data_type, f.shape});
+    }
+    ExecutionPlan p = make_plan(program, targets, fed, nullptr);
+    std::vector<Tensor> weights;
+    std::vector<VarMeta> metas(p.values.size());
+    std::vector<bool> known(p.values.size(), false);
+    for (std::size_t i = 0; i < p.feed_values.size(); ++i)
+        if (const int v = p.feed_values[i]; v >= 0) {
+            metas[static_cast<std::size_t>(v)] = fed_metas[i];
+            known[static_cast<std::size_t>(v)] = true;
+        }
+    for (int v : p.scope_reads) {
+        const std::string& name = p.values[static_cast<std::size_t>(v)].name;
+        Tensor t = params(name);
+        if (const VarDesc* vd = blk.find_var(name)) {
+            const std::string why = detail::checkpoint_mismatch(*vd, t, "weight '" + name + "'");
+            if (!why.empty()) throw type_error("dlgraph.emit.param", why);
+        }
+        metas[static_cast<std::size_t>(v)] = {t.dtype(), t.shape()};
+        known[static_cast<std::size_t>(v)] = true;
+        weights.push_back(std::move(t));
+    }
+    PlanOptions popts;
+    popts.fuse = false;
+    popts.prepack = false;
+    shape_plan(p, std::move(metas), std::move(known), nullptr, popts, nullptr);
+
+    // Parameters of run(): feeds and fetches, as identifiers.
+    std::set<std::string> used;
+    auto unique_ident = [&](const std::string& name) {
+        std::string id = identifier(name), base = id;
+        for (int k = 2; used.count(id); ++k) id = base + "_" + std::to_string(k);
+        used.insert(id);
+        return id;
+    };
+    std::vector<std::string> feed_params, fetch_params;
+    for (const EmitFeed& f : feeds) feed_params.push_back(unique_ident(f.name));
+    for (const std::string& f : fetches) fetch_params.push_back(unique_ident(f));
+    auto elements = [&](int v) { return p.metas[static_cast<std::size_t>(v)].shape.numel(); };
+    for (std::size_t i = 0; i < feeds.size(); ++i) {
+        const int v = p.feed_values[i];
+        if (v >= 0 && cpp_type(p.metas[static_cast<std::size_t>(v)].dtype).empty())
+            throw type_error("dlgraph.emit.dtype", "feed '" + feeds[i].name + "' is " +
+                                                       to_string(p.metas[static_cast<std::size_t>(v)].dtype) +
+                                                       ", which a fixed model does not take");
+        if (feeds[i].shape.numel() == 0)
+            throw shape_error("dlgraph.emit.empty", "feed '" + feeds[i].name + "' has no elements");
+    }
+    for (std::size_t i = 0; i < fetches.size(); ++i) {
+        const int v = p.target_values[i];
+        if (v < 0) throw graph_error("dlgraph.emit.fetch", "'" + fetches[i] + "' is not a variable");
+        if (elements(v) == 0) throw shape_error("dlgraph.emit.empty", "fetched '" + fetches[i] + "' has no elements");
+        if (cpp_type(p.metas[static_cast<std::size_t>(v)].dtype).empty())
+            throw type_error("dlgraph.emit.dtype", "fetched '" + fetches[i] + "' is " +
+                                                       to_string(p.metas[static_cast<std::size_t>(v)].dtype) +
+                                                       ", which a fixed model does not return");
+    }
+    for (const PlannedStep& st : p.steps)
+        for (int v : st.outs)
+            if (p.values[static_cast<std::size_t>(v)].kind != ValueKind::intermediate)
+                throw graph_error("dlgraph.emit.writes", st.label + " writes '" + p.values[static_cast<std::size_t>(v)].name +
+                                                              "': a fixed model's weights and inputs are constant "
+                                                              "(training ops do not belong in it)");
+
+    std::vector<std::string> weight_ids;
+    std::set<std::string> weight_used;
+    for (int v : p.scope_reads) {
+        std::string id = identifier(p.values[static_cast<std::size_t>(v)].name), base = id;
+        for (int k = 2; weight_used.count(id); ++k) id = base + "_" + std::to_string(k);
+        weight_used.insert(id);
+        weight_ids.push_back(id);
+    }
+    emitter em(p, weights, weight_ids, feed_params, fetch_params);
+    std::ostringstream body;
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        if (s > 0) body << "    dlgraph::fixed::step_boundary();\n";
+        if (!em.step(static_cast<int>(s), body))
+            throw graph_error("dlgraph.emit.op", p.steps[s].label + ": no fixed-model kernel for " +
+                                                     to_string(p.kernel_dtypes[s]) +
+                                                     " (fixed models take the inference ops of docs/design.md)");
+    }
+    // Fetched values that no step writes (a feed or a weight) are copied.
+    if (!p.steps.empty()) body << "    dlgraph::fixed::step_boundary();\n";
+    for (std::size_t i = 0; i < fetches.size(); ++i) {
+        const int v = p.target_values[i];
+        if (!p.values[static_cast<std::size_t>(v)].written)
+            body << "    dlgraph::kernels::copy_elements(" << em.ptr(v) << ", " << elements(v) << ", " << fetch_params[i]
+                 << ");\n";
+    }
+
+    EmittedModel r;
+    r.planned_arena_bytes = p.memory.slot_bytes.empty() ? 0 : p.memory.slot_bytes[0];
+    r.session_arena_bytes = p.memory.host().arena_bytes;
+    r.lower_bound = arena_lower_bound(p);
+    r.steps = static_cast<int>(p.steps.size());
+    r.gemm_workspaces = em.workspaces;
+
+    std::ostringstream h;
+    h << "// A fixed model written by dlgraph emit" << (opts.source.empty() ? "" : " from " + opts.source)
+      << ". Do not edit: emit it again.\n//\n// run(";
+    for (std::size_t i = 0; i < feeds.size(); ++i) h << (i ? ", " : "") << feeds[i].name << to_string(feeds[i].shape);
+    h << ") -> ";
+    for (std::size_t i = 0; i < fetches.size(); ++i)
+        h << (i ? ", " : "") << fetches[i] << to_string(p.metas[static_cast<std::size_t>(p.target_values[i])].shape);
+    h << "\n// " << p.steps.size() << " steps; arena: " << r.planned_arena_bytes
+      << " bytes planned (liveness lower bound " << r.lower_bound << ") + the products' workspace; Session<cpu> plans "
+      << r.session_arena_bytes << " bytes for the same targets.\n";
+    h << "#pragma once\n\n#include <algorithm>\n#include <cstddef>\n#include <cstdint>\n#include <limits>\n#include <span>\n\n"
+         "#include <dlgraph/fixed/runtime.hpp>\n\nnamespace "
+      << opts.name << " {\n\n";
+    // Weights.
+    h << "namespace w {\n";
+    for (std::size_t i = 0; i < p.scope_reads.size(); ++i) {
+        const Tensor& t = weights[i];
+        const std::string& name = p.values[static_cast<std::size_t>(p.scope_reads[i])].name;
+        const std::string T = cpp_type(t.dtype());
+        if (T.empty())
+            throw type_error("dlgraph.emit.dtype",
+                             "weight '" + name + "' is " + to_string(t.dtype()) + ", which a fixed model does not hold");
+        r.weight_bytes += t.bytes();
+        h << "// " << name << " " << to_string(t.shape()) << "\n";
+        h << "alignas(64) inline constexpr " << T << " " << weight_ids[i] << "[" << std::max<std::int64_t>(t.numel(), 1)
+          << "] = {";
+        visit_dtype(t.dtype(), [&]<class U>(type_tag<U>) {
+            if constexpr (std::is_same_v<U, float> || std::is_same_v<U, double> || std::is_same_v<U, std::int32_t> ||
+                          std::is_same_v<U, std::int64_t> || std::is_same_v<U, std::int16_t> || std::is_same_v<U, bool>) {
+                const U* d = t.data<U>();
+                for (std::int64_t k = 0; k < t.numel(); ++k) h << (k % 8 ? " " : "\n    ") << literal(d[k]) << ",";
+            }
+        });
+        h << "\n};\n";
+    }
+    h << "}  // namespace w\n\n";
+
+    // Sizes.
+    h << "// Bytes of the products' workspace (0 where every product has few rows): the\n"
+         "// compiler computes it for the target's vectors.\n"
+         "inline constexpr std::size_t workspace_bytes = std::max<std::size_t>({std::size_t(0)";
+    for (const std::string& ws : em.workspaces) h << ",\n    " << ws;
+    h << "});\n";
+    h << "inline constexpr std::size_t planned_bytes = " << r.planned_arena_bytes << ";\n";
+    h << "inline constexpr std::size_t lower_bound_bytes = " << r.lower_bound << ";\n";
+    h << "inline constexpr std::size_t session_arena_bytes = " << r.session_arena_bytes << ";\n";
+    h << "// The arena run() takes: the planned values, then the workspace at the first\n"
+         "// 64-byte boundary after them (no alignment asked of the arena).\n"
+         "inline constexpr std::size_t arena_bytes = planned_bytes + (workspace_bytes ? workspace_bytes + 63 : 0);\n";
+    h << "inline constexpr std::size_t weight_bytes = " << r.weight_bytes << ";\n";
+    if (opts.arena_budget)
+        h << "static_assert(dlgraph::fixed::arena_within_budget<arena_bytes, " << opts.arena_budget << ">::value);\n";
+    h << "\n";
+    // Feeds and fetches, for code that drives any model.
+    h << "inline constexpr int feed_count = " << feeds.size() << ", fetch_count = " << fetches.size() << ";\n";
+    auto names = [&](auto& list) {
+        std::string s = "{";
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            std::string n;
+            if constexpr (std::is_same_v<std::decay_t<decltype(list[i])>, EmitFeed>) n = list[i].name;
+            else n = list[i];
+            std::string esc;
+            for (char c : n) {
+                if (c == '"' || c == '\\') esc += '\\';
+                esc += c;
+            }
+            s += (i ? ", \"" : "\"") + esc + "\"";
+        }
+        return s + "}";
+    };
+    h << "inline constexpr const char* feed_names[] = " << names(feeds) << ";\n";
+    h << "inline constexpr const char* fetch_names[] = " << names(fetches) << ";\n";
+    std::string fs = "{", ts = "{";
+    for (std::size_t i = 0; i < feeds.size(); ++i) fs += (i ? ", " : "") + std::to_string(feeds[i].shape.numel());
+    for (std::size_t i = 0; i < fetches.size(); ++i) ts += (i ? ", " : "") + std::to_string(elements(p.target_values[i]));
+    h << "inline constexpr std::int64_t feed_sizes[] = " << fs << "}, fetch_sizes[] = " << ts << "};\n\n";
+
+    // run().
+    std::string sig;
+    for (std::size_t i = 0; i < feeds.size(); ++i) {
+        const int v = p.feed_values[i];
+        const DataType dt = v >= 0 ? p.metas[static_cast<std::size_t>(v)].dtype : fed_metas[i].dtype;
+        sig += "const " + cpp_type(dt) + " (&" + feed_params[i] + ")[" + std::to_string(feeds[i].shape.numel()) + "], ";
+    }
+    for (std::size_t i = 0; i < fetches.size(); ++i) {
+        const int v = p.target_values[i];
+        sig += cpp_type(p.metas[static_cast<std::size_t>(v)].dtype) + " (&" + fetch_params[i] + ")[" +
+               std::to_string(elements(v)) + "], ";
+    }
+    h << "inline void run(" << sig << "std::span<std::byte, arena_bytes> arena) noexcept {\n";
+    h << "    [[maybe_unused]] std::byte* const a = arena.data();\n";
+    h << "    [[maybe_unused]] std::byte* const ws = workspace_bytes ? dlgraph::fixed::align64(a + planned_bytes) : nullptr;\n";
+    for (std::size_t i = 0; i < feeds.size(); ++i) h << "    (void)" << feed_params[i] << ";\n";
+    h << body.str() << "}\n\n";
+
+    // A type-erased entry and a model that owns its arena.
+    h << "// run() on pointers: feeds and fetches in the order of feed_names and fetch_names.\n";
+    h << "inline void run_erased(const void* const* feeds, void* const* fetches, std::byte* arena) noexcept {\n    run(";
+    for (std::size_t i = 0; i < feeds.size(); ++i) {
+        const int v = p.feed_values[i];
+        const DataType dt = v >= 0 ? p.metas[static_cast<std::size_t>(v)].dtype : fed_metas[i].dtype;
+        h << "*static_cast<const " << cpp_type(dt) << "(*)[" << feeds[i].shape.numel() << "]>(feeds[" << i << "]), ";
+    }
+    for (std::size_t i = 0; i < fetches.size(); ++i) {
+        const int v = p.target_values[i];
+        h << "*static_cast<" << cpp_type(p.metas[static_cast<std::size_t>(v)].dtype) << "(*)[" << elements(v)
+          << "]>(fetches[" << i << "]), ";
+    }
+    h << "std::span<std::byte, arena_bytes>(arena, arena_bytes));\n}\n\n";
+    h << "// The model with an arena of its own (e.g. a static object: the arena is then in .bss).\n"
+         "struct model {\n    std::byte arena[arena_bytes ? arena_bytes : 1];\n";
+    std::string args;
+    for (std::size_t i = 0; i < feeds.size() + fetches.size(); ++i) args += (i < feeds.size() ? feed_params[i] : fetch_params[i - feeds.size()]) + ", ";
+    h << "    void operator()(" << sig.substr(0, sig.size() - 2) << ") noexcept {\n        " << opts.name << "::run(" << args
+      << "std::span<std::byte, arena_bytes>(arena, arena_bytes));\n    }\n};\n\n";
+    h << "}  // namespace " << opts.name << "\n";
+    r.header = h.str();
+    return r;
+}
+
+}  // namespace dlgraph::fixed

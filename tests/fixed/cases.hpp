@@ -1,0 +1,230 @@
+// The programs the fixed-model tests emit and compare with Session<cpu>:
+// the demo's MLP (784-256-10 at batch 1 and 16) and random programs of
+// element-wise ops, products, softmax, reductions and shape ops, each with
+// its weights. Deterministic: gen_models (which emits the headers at build
+// time) and test_fixed (which runs them) build the same cases.
+#pragma once
+
+#include <dlgraph/dlgraph.hpp>
+#include <dlgraph/fixed/emit.hpp>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fixed_cases {
+
+using namespace dlgraph;
+
+inline constexpr int random_count = 60;  // random programs (half FP32, half FP64)
+inline constexpr int count = random_count + 2;  // and the MLP at batch 1 and 16
+
+struct fixed_case {
+    Program program;
+    std::vector<fixed::EmitFeed> feeds;
+    std::vector<std::string> fetches;
+    std::map<std::string, Tensor> weights;
+    std::map<std::string, Tensor> extra_feeds;  // what Session needs beyond the model's feeds (the MLP's label)
+};
+
+// Numbers in [lo, hi) from 53 random bits (the same on every library).
+struct rng {
+    std::mt19937_64 g;
+    explicit rng(std::uint64_t seed) : g(seed) {}
+    double uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(g() >> 11) * 0x1p-53; }
+    int below(int n) { return static_cast<int>(g() % static_cast<std::uint64_t>(n)); }
+    bool coin() { return below(2) == 0; }
+};
+
+template <class T> Tensor random_tensor(rng& r, const Shape& s, double lo, double hi) {
+    Tensor t(dtype_of<T>, s);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(r.uniform(lo, hi));
+    return t;
+}
+
+template <class T> struct builder {
+    fixed_case c;
+    rng r;
+    std::vector<Var<T>> pool;
+    int weights = 0;
+
+    explicit builder(std::uint64_t seed) : r(seed) {}
+
+    Var<T> weight(const Shape& s, double lo = -1, double hi = 1) {
+        const std::string name = "w" + std::to_string(weights++) + (r.coin() ? ".weight" : "");
+        auto w = c.program.template parameter<T>(name, s, init::constant(0));
+        c.weights[name] = random_tensor<T>(r, s, lo, hi);
+        return w;
+    }
+    // The latest value half the time, so that programs are mostly chains
+    // (the fetched target then needs most ops), else any.
+    const Var<T>& pick() {
+        if (r.coin()) return pool.back();
+        return pool[static_cast<std::size_t>(r.below(static_cast<int>(pool.size())))];
+    }
+    // A pool value of shape s other than `not_this`, if any.
+    const Var<T>* same_shape(const Shape& s, const std::string& not_this) {
+        std::vector<const Var<T>*> m;
+        for (auto& v : pool)
+            if (v.shape() == s && v.name() != not_this) m.push_back(&v);
+        return m.empty() ? nullptr : m[static_cast<std::size_t>(r.below(static_cast<int>(m.size())))];
+    }
+
+    void add_op() {
+        const Var<T> x = pick();
+        const Shape s = x.shape();
+        const int rank = s.rank();
+        switch (r.below(12)) {
+            case 0: case 1: {  // binary, broadcasting against a weight or another value
+                Var<T> y;
+                const int form = r.below(4);
+                if (const Var<T>* o = same_shape(s, x.name()); o && form == 0) y = *o;
+                else if (form == 1) y = weight(Shape{s[rank - 1]}, 0.5, 2);
+                else if (form == 2) y = weight(Shape{1}, 0.5, 2);
+                else y = weight(s, 0.5, 2);
+                switch (r.below(6)) {
+                    case 0: pool.push_back(x + y); break;
+                    case 1: pool.push_back(x - y); break;
+                    case 2: pool.push_back(x * y); break;
+                    case 3: pool.push_back(x / y); break;
+                    case 4: pool.push_back(maximum(x, y)); break;
+                    default: pool.push_back(minimum(x, y)); break;
+                }
+                return;
+            }
+            case 2: {
+                switch (r.below(8)) {
+                    case 0: pool.push_back(relu(x)); break;
+                    case 1: pool.push_back(sigmoid(x)); break;
+                    case 2: pool.push_back(tanh(x)); break;
+                    case 3: pool.push_back(abs(x)); break;
+                    case 4: pool.push_back(square(x)); break;
+                    case 5: pool.push_back(exp(scale(x, 0.25))); break;
+                    case 6: pool.push_back(sqrt(abs(x))); break;
+                    default: pool.push_back(log(scale(abs(x), 1.0, 0.5))); break;
+                }
+                return;
+            }
+            case 3: pool.push_back(scale(x, r.uniform(-2, 2), r.uniform(-1, 1), r.coin())); return;
+            case 4: case 5: {  // products with a weight
+                const std::int64_t k = s[rank - 1], g = 1 + r.below(24);
+                if (rank == 2 && r.coin()) pool.push_back(mul(x, weight(Shape{k, g})));
+                else if (r.coin()) pool.push_back(matmul(x, weight(Shape{g, k}), false, true, r.uniform(0.5, 2)));
+                else pool.push_back(matmul(x, weight(Shape{k, g})));
+                return;
+            }
+            case 6: pool.push_back(softmax(x, r.below(rank) - (r.coin() ? rank : 0))); return;
+            case 7: {
+                if (rank == 1) return pool.push_back(mean(x));
+                std::vector<std::int64_t> dims{r.below(rank)};
+                const bool keep = r.coin();
+                switch (r.below(3)) {
+                    case 0: pool.push_back(reduce_sum(x, dims, keep)); break;
+                    case 1: pool.push_back(reduce_mean(x, dims, keep)); break;
+                    default: pool.push_back(reduce_max(x, dims, keep)); break;
+                }
+                return;
+            }
+            case 8: {  // reshape or transpose
+                if (rank >= 2 && r.coin()) {
+                    std::vector<std::int64_t> perm(static_cast<std::size_t>(rank));
+                    for (int i = 0; i < rank; ++i) perm[static_cast<std::size_t>(i)] = i;
+                    std::shuffle(perm.begin(), perm.end(), r.g);
+                    return pool.push_back(transpose(x, perm));
+                }
+                const std::int64_t n = s.numel();
+                std::int64_t a = 1;
+                for (std::int64_t d = 2; d <= 6; ++d)
+                    if (n % d == 0 && r.coin()) a = d;
+                if (a > 1 && r.coin()) pool.push_back(reshape(x, {a, -1}));
+                else if (a > 1) pool.push_back(reshape(x, {1, a, n / a}));
+                else pool.push_back(reshape(x, {n}));
+                return;
+            }
+            case 9: {  // concat, split
+                const int axis = r.below(rank);
+                if (r.coin()) {
+                    const Var<T>* o = same_shape(s, x.name());
+                    pool.push_back(concat(std::vector<Var<T>>{x, o ? *o : x}, axis));
+                } else if (s[axis] >= 2) {
+                    auto parts = split(x, std::vector<std::int64_t>{1, -1}, axis);
+                    for (auto& v : parts) pool.push_back(v);
+                }
+                return;
+            }
+            case 10: {
+                const Var<T>* o = same_shape(s, x.name());
+                pool.push_back(sum(std::vector<Var<T>>{x, o ? *o : x, x}));
+                return;
+            }
+            default: {  // through the other floating type and back
+                if constexpr (std::is_same_v<T, float>) pool.push_back(cast<float>(cast<double>(x)));
+                else pool.push_back(cast<double>(cast<float>(x)));
+                return;
+            }
+        }
+    }
+};
+
+// Random program `i` (< random_count): FP32 for even i, FP64 for odd.
+template <class T> fixed_case random_case(int i) {
+    builder<T> b(0x5eed0000u + static_cast<std::uint64_t>(i));
+    const Shape xs = b.r.coin() ? Shape{1 + b.r.below(5), 2 + b.r.below(30)}
+                                : Shape{1 + b.r.below(3), 2 + b.r.below(4), 2 + b.r.below(12)};
+    b.pool.push_back(b.c.program.template input<T>("x", xs));
+    b.c.feeds.push_back({"x", xs});
+    const int ops = 3 + b.r.below(12);
+    for (int k = 0; k < ops; ++k) b.add_op();
+    b.c.fetches.push_back(b.pool.back().name());
+    if (b.r.below(3) == 0) {  // a second target, perhaps the input itself
+        const std::string other = b.pick().name();
+        if (other != b.c.fetches[0]) b.c.fetches.push_back(other);
+    }
+    return std::move(b.c);
+}
+
+// The demo's model (examples/fashion_mnist.cpp) at batch `batch`, with
+// random weights.
+inline fixed_case mlp_case(int batch) {
+    builder<float> b(0x3170u + static_cast<std::uint64_t>(batch));
+    Program& p = b.c.program;
+    auto x = p.input<float>("x", {batch, 784});
+    auto label = p.input<std::int64_t>("label", {batch, 1});
+    auto w1 = p.parameter<float>("fc1.w", {784, 256}, init::constant(0));
+    auto b1 = p.parameter<float>("fc1.b", {256}, init::constant(0));
+    auto w2 = p.parameter<float>("fc2.w", {256, 10}, init::constant(0));
+    auto b2 = p.parameter<float>("fc2.b", {10}, init::constant(0));
+    b.c.weights["fc1.w"] = random_tensor<float>(b.r, Shape{784, 256}, -0.08, 0.08);
+    b.c.weights["fc1.b"] = random_tensor<float>(b.r, Shape{256}, -0.1, 0.1);
+    b.c.weights["fc2.w"] = random_tensor<float>(b.r, Shape{256, 10}, -0.15, 0.15);
+    b.c.weights["fc2.b"] = random_tensor<float>(b.r, Shape{10}, -0.1, 0.1);
+    auto h = relu(matmul(x, w1) + b1);
+    auto logits = p.rename(matmul(h, w2) + b2, "logits");
+    auto [prob, xent] = softmax_with_cross_entropy(logits, label);
+    p.rename(prob, "prob");
+    b.c.feeds.push_back({"x", Shape{batch, 784}});
+    b.c.fetches = {"prob"};
+    Tensor l(DataType::INT64, Shape{batch, 1});
+    for (int i = 0; i < batch; ++i) l.data<std::int64_t>()[i] = i % 10;
+    b.c.extra_feeds["label"] = l;
+    return std::move(b.c);
+}
+
+// Case i < count.
+inline fixed_case make_case(int i) {
+    if (i == random_count) return mlp_case(1);
+    if (i == random_count + 1) return mlp_case(16);
+    return i % 2 == 0 ? random_case<float>(i) : random_case<double>(i);
+}
+
+inline fixed::EmittedModel emit_case(const fixed_case& c, const std::string& name, std::uint64_t budget = 0) {
+    fixed::EmitOptions o;
+    o.name = name;
+    o.arena_budget = budget;
+    o.source = "tests/fixed/cases.hpp";
+    return fixed::emit(c.program.desc(), c.feeds, c.fetches, [&](const std::string& n) { return c.weights.at(n); }, o);
+}
+
+}  // namespace fixed_cases

@@ -1,0 +1,44 @@
+// Emits every case of cases.hpp as one header (namespace case_N each, each
+// with an arena budget of 1 MiB that it meets) and a table of their
+// type-erased entries: the fixed models that test_fixed.cpp compiles and
+// compares with Session<cpu>. Also writes over_budget.hpp beside it: the
+// demo's MLP with a budget of 1000 bytes, which its arena exceeds (the
+// compile-fail test tests/fixed/over_budget.cpp).
+//   gen_models OUT.hpp
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cases.hpp"
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::cerr << "usage: gen_models OUT.hpp\n";
+        return 2;
+    }
+    try {
+        std::string all = "// Written by tests/fixed/gen_models.cpp.\n#pragma once\n#include <cstddef>\n#include <cstdint>\n\n";
+        for (int i = 0; i < fixed_cases::count; ++i) {
+            const auto c = fixed_cases::make_case(i);
+            all += fixed_cases::emit_case(c, "case_" + std::to_string(i), 1 << 20).header + "\n";
+        }
+        all += "struct fixed_entry {\n    void (*run)(const void* const*, void* const*, std::byte*) noexcept;\n"
+               "    std::size_t arena_bytes, planned_bytes, session_arena_bytes;\n};\n"
+               "inline constexpr fixed_entry fixed_entries[] = {\n";
+        for (int i = 0; i < fixed_cases::count; ++i) {
+            const std::string n = "case_" + std::to_string(i);
+            all += "    {" + n + "::run_erased, " + n + "::arena_bytes, " + n + "::planned_bytes, " + n +
+                   "::session_arena_bytes},\n";
+        }
+        all += "};\n";
+        std::ofstream(argv[1]) << all;
+        const std::string dir = std::filesystem::path(argv[1]).parent_path().string();
+        std::ofstream(dir + "/over_budget.hpp")
+            << fixed_cases::emit_case(fixed_cases::make_case(fixed_cases::random_count), "mlp", 1000).header;
+    } catch (const std::exception& e) {
+        std::cerr << "gen_models: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

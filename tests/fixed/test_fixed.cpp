@@ -1,0 +1,67 @@
+// Fixed models (dlgraph emit) against Session<cpu>: every case of cases.hpp,
+// emitted at build time by gen_models into fixed_models.hpp, gives the same
+// bits as the session on 100 random inputs, and its arena is no larger than
+// the session's.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cases.hpp"
+#include "fixed_models.hpp"
+
+using namespace dlgraph;
+
+namespace {
+
+template <class T> void fill_random(fixed_cases::rng& r, Tensor& t) {
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(r.uniform(-3, 3));
+}
+
+}  // namespace
+
+TEST_CASE("fixed models give Session<cpu>'s bits (generated programs and the demo's MLP)") {
+    static_assert(std::size(fixed_entries) == fixed_cases::count);
+    int compared = 0;
+    for (int i = 0; i < fixed_cases::count; ++i) {
+        CAPTURE(i);
+        const fixed_cases::fixed_case c = fixed_cases::make_case(i);
+        const fixed_entry& e = fixed_entries[i];
+        CHECK(e.planned_bytes <= e.session_arena_bytes);
+        auto session = make_session(c.program);
+        for (auto& [name, t] : c.weights) session.scope().var(name).get_mutable<Tensor>() = t;
+        std::vector<TargetRef> targets(c.fetches.begin(), c.fetches.end());
+        std::vector<std::byte> arena(e.arena_bytes + 1);
+        fixed_cases::rng r(1000 + static_cast<std::uint64_t>(i));
+        for (int run = 0; run < 100; ++run) {
+            std::vector<Feed> feeds;
+            std::vector<Tensor> inputs;
+            const DataType dt = c.program.desc().blocks[0].find_var("x")->data_type;
+            for (auto& f : c.feeds) {
+                inputs.emplace_back(dt, f.shape);
+                if (dt == DataType::FP32) fill_random<float>(r, inputs.back());
+                else fill_random<double>(r, inputs.back());
+            }
+            for (std::size_t k = 0; k < c.feeds.size(); ++k) feeds.emplace_back(c.feeds[k].name, inputs[k]);
+            for (auto& [name, t] : c.extra_feeds) feeds.emplace_back(name, t);
+            const std::vector<Tensor> want = session.eval(targets, feeds);
+            std::vector<Tensor> got;
+            std::vector<const void*> in;
+            std::vector<void*> out;
+            for (auto& t : inputs) in.push_back(t.raw());
+            for (auto& w : want) {
+                got.emplace_back(w.dtype(), w.shape());
+                out.push_back(got.back().raw());
+            }
+            // An arena at an odd address: the model asks no alignment of it.
+            e.run(in.data(), out.data(), arena.data() + 1);
+            for (std::size_t k = 0; k < want.size(); ++k) {
+                CAPTURE(c.fetches[k]);
+                REQUIRE(want[k].bytes() == got[k].bytes());
+                CHECK(std::memcmp(want[k].raw(), got[k].raw(), want[k].bytes()) == 0);
+            }
+            ++compared;
+        }
+    }
+    CHECK(compared == fixed_cases::count * 100);
+}
