@@ -3,7 +3,8 @@
 // type-erased entries: the fixed models that test_fixed.cpp compiles and
 // compares with Session<cpu>. Also writes over_budget.hpp beside it: the
 // demo's MLP with a budget of 1000 bytes, which its arena exceeds (the
-// compile-fail test tests/fixed/over_budget.cpp).
+// compile-fail test tests/fixed/over_budget.cpp), and mlp.hpp, the same
+// model without a budget (bench/bench_fixed.cpp).
 //   gen_models OUT.hpp
 #include <cstdio>
 #include <filesystem>
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
         all += "};\n";
         std::ofstream(argv[1]) << all;
         const std::string dir = std::filesystem::path(argv[1]).parent_path().string();
+        std::ofstream(dir + "/mlp.hpp")
+            << fixed_cases::emit_case(fixed_cases::make_case(fixed_cases::random_count), "mlp").header;
         std::ofstream(dir + "/over_budget.hpp")
             << fixed_cases::emit_case(fixed_cases::make_case(fixed_cases::random_count), "mlp", 1000).header;
     } catch (const std::exception& e) {
