@@ -59,6 +59,32 @@ TEST_CASE("pool: a nested region and regions from two threads at once run to com
     CHECK(total.load() == 2 * 50 * 8);
 }
 
+TEST_CASE("pool: GEMM row strips keep the packed path of the whole product, for any thread count") {
+    // Few columns (split by rows) and enough work for several strips; row
+    // counts where a strip of whole register tiles would be left with
+    // fewer than gemm_small_m rows (with 6- or 12-row tiles), which would
+    // take the unpacked path and round otherwise.
+    const std::int64_t N = 40, K = 8192;
+    for (std::int64_t M : {9, 12, 13, 19, 25, 37}) {
+        CAPTURE(M);
+        std::vector<float> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 37) % 101) / 50.f - 1.f;
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 53) % 97) / 48.f - 1.f;
+        std::vector<float> c1(static_cast<std::size_t>(M * N));
+        {
+            const parallelism_scope one(1);
+            gemm<float>(false, false, M, N, K, 1.f, a.data(), K, b.data(), N, false, c1.data(), N);
+        }
+        for (int threads : {2, 3, 4}) {
+            CAPTURE(threads);
+            std::vector<float> c2(c1.size());
+            const parallelism_scope n(threads);
+            gemm<float>(false, false, M, N, K, 1.f, a.data(), K, b.data(), N, false, c2.data(), N);
+            CHECK(c1 == c2);
+        }
+    }
+}
+
 TEST_CASE("pool: GEMM and a fused chain on two threads give the one-thread bits") {
     // Over 2 x 2M multiply-adds, so two threads each take a strip of C.
     const std::int64_t M = 130, N = 300, K = 129;

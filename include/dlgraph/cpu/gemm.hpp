@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "dlgraph/kernels/gemm.hpp"
 #include "dlgraph/thread_pool.hpp"
@@ -100,8 +101,27 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
     const std::int64_t unit = by_cols ? nr : mr, extent = by_cols ? N : M;
     const std::int64_t units = (extent + unit - 1) / unit;
     strips = static_cast<int>(std::min<std::int64_t>(strips, units));
+    auto bounds = [&](int s, int n) {
+        return std::pair{units * s / n * unit, std::min(extent, units * (s + 1) / n * unit)};
+    };
+    // A strip of rows takes the path of its own row count: where the whole
+    // product packs, every strip needs gemm_small_m rows at least, or it
+    // would round as the unpacked path does (and results would depend on
+    // the thread count).
+    if (!by_cols && !kernels::gemm_takes_small_path(M, !trans_b)) {
+        auto shortest = [&](int n) {
+            std::int64_t m = extent;
+            for (int s = 0; s < n; ++s) m = std::min(m, bounds(s, n).second - bounds(s, n).first);
+            return m;
+        };
+        while (strips > 1 && shortest(strips) < kernels::gemm_small_m) --strips;
+    }
+    if (strips <= 1) {
+        gemm_detail::block(trans_a, trans_b, K, alpha, A, lda, B, ldb, accumulate, C, ldc, gemm_range{0, M, 0, N});
+        return;
+    }
     parallel_for(strips, [&](int s) {
-        const std::int64_t b0 = units * s / strips * unit, b1 = std::min(extent, units * (s + 1) / strips * unit);
+        const auto [b0, b1] = bounds(s, strips);
         gemm_detail::block(trans_a, trans_b, K, alpha, A, lda, B, ldb, accumulate, C, ldc,
                            by_cols ? gemm_range{0, M, b0, b1} : gemm_range{b0, b1, 0, N});
     });

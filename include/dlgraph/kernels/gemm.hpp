@@ -319,6 +319,11 @@ inline bool aligned64(const void* p) noexcept { return reinterpret_cast<std::uin
 template <class T> inline constexpr int gemm_mr = gemm_detail::mr<T>;
 template <class T> inline constexpr int gemm_nr = gemm_detail::nr<T>;
 inline constexpr std::int64_t gemm_small_m = gemm_detail::small_m;
+// Whether an M-row product takes the unpacked path (fewer than gemm_small_m
+// rows, B's rows contiguous: B not transposed).
+constexpr bool gemm_takes_small_path(std::int64_t M, bool b_rows_contiguous) noexcept {
+    return gemm_detail::takes_small_path(M, b_rows_contiguous);
+}
 
 // A rectangle of C: rows [r0, r1), columns [c0, c1).
 struct gemm_range {
