@@ -580,7 +580,7 @@ TEST_CASE("cli: emit writes a fixed model's header, and its errors" * doctest::s
     CHECK(r.out.find("float (&relu_0)[6]") != std::string::npos);
 
     SUBCASE("a feed without a shape, or with a bad one") {
-        check_error(run_cli(n.dir, base + " --feed x"), "dlgraph.cli.usage", "NAME=FILE.npy");
+        check_error(run_cli(n.dir, base + " --feed x"), "dlgraph.cli.usage", "NAME=D1,D2,...");
         check_error(run_cli(n.dir, base + " --feed x=2,,3"), "dlgraph.cli.usage", "NAME=D1,D2,...");
         check_error(run_cli(n.dir, base + " --feed x=2,-3"), "dlgraph.cli.usage", "NAME=D1,D2,...");
     }

@@ -418,19 +418,25 @@ ProgramDesc load_for(const Args& a) {
 
 // Reads every persistable variable that `plan` takes from the scope from
 // DIR/<escaped name>.npy into the session's root scope.
-template <class Device> void load_params(Session<Device>& session, const ExecutionPlan& plan, const std::string& dir) {
+// The persistable variable `name` of `blk` from DIR/<escaped name>.npy,
+// checked against its declaration.
+Tensor read_param(const std::string& dir, const BlockDesc& blk, const std::string& name) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw io_error("dlgraph.io.open", "--params '" + dir + "' is not a directory");
+    const std::string path = npy_path(dir, name);
+    if (!fs::exists(path, ec))
+        throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
+                                                       "' in --params directory");
+    Tensor t = read_npy(path);
+    check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
+    return t;
+}
+
+template <class Device> void load_params(Session<Device>& session, const ExecutionPlan& plan, const std::string& dir) {
     const BlockDesc& blk = session.program().blocks[0];
     for (int v : plan.scope_reads) {
         const std::string& name = plan.values[static_cast<std::size_t>(v)].name;
-        const std::string path = npy_path(dir, name);
-        if (!fs::exists(path, ec))
-            throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
-                                                           "' in --params directory");
-        Tensor t = read_npy(path);
-        check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
-        session.scope().var(name).template get_mutable<Tensor>() = std::move(t);
+        session.scope().var(name).template get_mutable<Tensor>() = read_param(dir, blk, name);
     }
 }
 
@@ -784,23 +790,17 @@ Shape feed_shape(const std::string& spec, const std::string& dims) {
 int cmd_emit(const Args& a) {
     ProgramDesc desc = load_for(a);
     std::vector<fixed::EmitFeed> feeds;
-    for (auto& f : parse_feeds(a.feed, true)) feeds.push_back({f.name, feed_shape(f.name + "=" + f.file, f.file)});
+    for (auto& f : parse_feeds(a.feed, false)) {
+        if (f.file.empty()) usage_fail("--feed '" + f.name + "' needs the form NAME=D1,D2,... (the shape to emit for)");
+        feeds.push_back({f.name, feed_shape(f.name + "=" + f.file, f.file)});
+    }
     const std::vector<std::string> fetches(a.fetch.begin(), a.fetch.end());
     const BlockDesc& blk = desc.blocks[0];
     auto param = [&](const std::string& name) -> Tensor {
         if (!a.has_params)
             throw io_error("dlgraph.io.param_missing",
                            "the model needs the weight '" + name + "': give --params DIR (a checkpoint directory)");
-        std::error_code ec;
-        if (!fs::is_directory(a.params, ec))
-            throw io_error("dlgraph.io.open", "--params '" + a.params + "' is not a directory");
-        const std::string path = npy_path(a.params, name);
-        if (!fs::exists(path, ec))
-            throw io_error("dlgraph.io.param_missing", "persistable variable '" + name + "' has no file '" + path +
-                                                           "' in --params directory");
-        Tensor t = read_npy(path);
-        check_against(*blk.find_var(name), t, "'" + path + "'", "dlgraph.type.param", "dlgraph.shape.param");
-        return t;
+        return read_param(a.params, blk, name);
     };
     fixed::EmitOptions opts;
     opts.name = a.name_space;

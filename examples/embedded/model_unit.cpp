@@ -10,7 +10,7 @@
 #ifndef DLGRAPH_EMPTY_MODEL
 #include "model.hpp"
 
-static std::byte arena[fmnist::arena_bytes ? fmnist::arena_bytes : 1];
+alignas(64) static std::byte arena[fmnist::arena_bytes ? fmnist::arena_bytes : 1];
 
 void model_run(const float* x, float* prob) {
     fmnist::run(*reinterpret_cast<const float(*)[784]>(x), *reinterpret_cast<float(*)[10]>(prob),

@@ -20,7 +20,8 @@ namespace fixed_cases {
 using namespace dlgraph;
 
 inline constexpr int random_count = 60;  // random programs (half FP32, half FP64)
-inline constexpr int count = random_count + 2;  // and the MLP at batch 1 and 16
+inline constexpr int count = random_count + 3;  // and the MLP at batch 1 and 16, and clash_case
+inline constexpr int clash_index = random_count + 2;
 
 struct fixed_case {
     Program program;
@@ -213,12 +214,34 @@ inline fixed_case mlp_case(int batch, int hidden = 256) {
     return std::move(b.c);
 }
 
+// Names that clash with what a model declares itself (its arena `a`, its
+// workspace `ws`, its sizes, its constants `walk0`, `dims1`), emitted into
+// the default namespace `model`.
+inline fixed_case clash_case() {
+    builder<float> b(77);
+    Program& p = b.c.program;
+    auto a = p.input<float>("a", {2, 3});
+    auto arena_bytes = p.parameter<float>("arena_bytes", {3}, init::constant(0));
+    auto walk0 = p.parameter<float>("walk0", {2, 1}, init::constant(0));
+    b.c.weights["arena_bytes"] = random_tensor<float>(b.r, Shape{3}, -1, 1);
+    b.c.weights["walk0"] = random_tensor<float>(b.r, Shape{2, 1}, -1, 1);
+    auto ws = p.rename(a + arena_bytes, "ws");
+    auto dims1 = p.rename(reduce_sum(ws * walk0, {1}), "dims1");
+    b.c.feeds.push_back({"a", Shape{2, 3}});
+    b.c.fetches = {"ws", dims1.name()};
+    return std::move(b.c);
+}
+
 // Case i < count.
 inline fixed_case make_case(int i) {
     if (i == random_count) return mlp_case(1);
     if (i == random_count + 1) return mlp_case(16, 64);
+    if (i == clash_index) return clash_case();
     return i % 2 == 0 ? random_case<float>(i) : random_case<double>(i);
 }
+
+// The namespace of case i in the generated header.
+inline std::string case_name(int i) { return i == clash_index ? "model" : "case_" + std::to_string(i); }
 
 inline fixed::EmittedModel emit_case(const fixed_case& c, const std::string& name, std::uint64_t budget = 0) {
     fixed::EmitOptions o;

@@ -22,13 +22,13 @@ int main(int argc, char** argv) {
         std::string all = "// Written by tests/fixed/gen_models.cpp.\n#pragma once\n#include <cstddef>\n#include <cstdint>\n\n";
         for (int i = 0; i < fixed_cases::count; ++i) {
             const auto c = fixed_cases::make_case(i);
-            all += fixed_cases::emit_case(c, "case_" + std::to_string(i), 1 << 20).header + "\n";
+            all += fixed_cases::emit_case(c, fixed_cases::case_name(i), 1 << 20).header + "\n";
         }
         all += "struct fixed_entry {\n    void (*run)(const void* const*, void* const*, std::byte*) noexcept;\n"
                "    std::size_t arena_bytes, planned_bytes, session_arena_bytes;\n};\n"
                "inline constexpr fixed_entry fixed_entries[] = {\n";
         for (int i = 0; i < fixed_cases::count; ++i) {
-            const std::string n = "case_" + std::to_string(i);
+            const std::string n = fixed_cases::case_name(i);
             all += "    {" + n + "::run_erased, " + n + "::arena_bytes, " + n + "::planned_bytes, " + n +
                    "::session_arena_bytes},\n";
         }

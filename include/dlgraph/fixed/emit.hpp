@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -76,7 +77,11 @@ inline std::string cpp_type(DataType t) {
 // A double as an exact C++ literal (hexadecimal), or the expression of an
 // infinity or NaN.
 inline std::string double_literal(double v) {
-    if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
+    if (std::isnan(v)) {  // sign and payload kept
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "std::bit_cast<double>(std::uint64_t(0x%" PRIx64 "u))", std::bit_cast<std::uint64_t>(v));
+        return buf;
+    }
     if (std::isinf(v)) return v > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
     char buf[64];
     std::snprintf(buf, sizeof buf, "%a", v);
@@ -86,7 +91,10 @@ inline std::string double_literal(double v) {
 template <class T> std::string literal(T v) {
     char buf[64];
     if constexpr (std::is_same_v<T, float>) {
-        if (std::isnan(v)) return "std::numeric_limits<float>::quiet_NaN()";
+        if (std::isnan(v)) {
+            std::snprintf(buf, sizeof buf, "std::bit_cast<float>(std::uint32_t(0x%" PRIx32 "u))", std::bit_cast<std::uint32_t>(v));
+            return buf;
+        }
         if (std::isinf(v)) return v > 0 ? "std::numeric_limits<float>::infinity()" : "-std::numeric_limits<float>::infinity()";
         std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
     } else if constexpr (std::is_same_v<T, double>) {
@@ -115,6 +123,31 @@ inline std::string bools_text(const bool* p, int n) {
     return s + "}";
 }
 
+// Text for a C++ string literal's inside: quotes, backslashes and bytes
+// outside printable ASCII escaped (octal).
+inline std::string escaped(const std::string& s) {
+    std::string e;
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            e += '\\';
+            e += static_cast<char>(c);
+        } else if (c < 0x20 || c >= 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\%03o", c);
+            e += buf;
+        } else {
+            e += static_cast<char>(c);
+        }
+    }
+    return e;
+}
+// Text for a // comment: no control characters (a newline would end it).
+inline std::string comment_text(const std::string& s) {
+    std::string e;
+    for (unsigned char c : s) e += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+    return e;
+}
+
 inline bool is_keyword(const std::string& s) {
     static const std::set<std::string> k{
         "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
@@ -126,8 +159,8 @@ inline bool is_keyword(const std::string& s) {
         "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
         "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
         "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-        // names the header itself uses
-        "arena", "std", "dlgraph", "run", "run_erased", "model"};
+        // macros common enough to meet
+        "linux", "unix", "i386", "NULL", "EOF", "assert", "errno", "stdin", "stdout", "stderr"};
     return k.count(s) > 0;
 }
 
@@ -138,15 +171,25 @@ inline std::string identifier(const std::string& name) {
     for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
     if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '_') s = "v" + s;
     while (s.find("__") != std::string::npos) s.replace(s.find("__"), 2, "_");
-    if (is_keyword(s)) s += "_";
+    if (is_keyword(s)) s += s.back() == '_' ? "v" : "_v";
     return s;
+}
+
+// `id`, or id_2, id_3, ... (never a double underscore), not yet in `used`;
+// marks it used.
+inline std::string unused_name(std::set<std::string>& used, const std::string& id) {
+    std::string n = id;
+    const std::string base = id.back() == '_' ? id : id + "_";
+    for (int k = 2; used.count(n); ++k) n = base + std::to_string(k);
+    used.insert(n);
+    return n;
 }
 
 inline bool valid_namespace(const std::string& s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
     for (char c : s)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-    return !is_keyword(s) || s == "model";
+    return !is_keyword(s) && s[0] != '_' && s.find("__") == std::string::npos && s != "std" && s != "dlgraph";
 }
 
 // softmax_with_cross_entropy ops whose Loss the fetched targets do not
@@ -183,8 +226,10 @@ inline ProgramDesc for_inference(ProgramDesc program, std::span<const std::strin
 class emitter {
 public:
     emitter(const ExecutionPlan& p, const std::vector<Tensor>& weights, const std::vector<std::string>& weight_ids,
-            const std::vector<std::string>& feed_params, const std::vector<std::string>& fetch_params)
-        : p_(p), weights_(weights), weight_ids_(weight_ids), feed_params_(feed_params), fetch_params_(fetch_params) {}
+            const std::vector<std::string>& feed_params, const std::vector<std::string>& fetch_params,
+            std::set<std::string>& used)
+        : p_(p), weights_(weights), weight_ids_(weight_ids), feed_params_(feed_params), fetch_params_(fetch_params),
+          used_(used) {}
 
     // The C++ expression of value v's data, as T*.
     std::string ptr(int v) const {
@@ -231,7 +276,10 @@ private:
         return std::find(p_.target_values.begin(), p_.target_values.end(), v) != p_.target_values.end();
     }
     std::size_t offset(int v) const { return p_.memory.value_offset[static_cast<std::size_t>(v)]; }
-    std::string constant_name(const char* what) { return std::string(what) + std::to_string(next_constant++); }
+    // A name for a constant of a step, unlike any parameter's.
+    std::string constant_name(const char* what) {
+        return unused_name(used_, std::string(what) + std::to_string(next_constant++));
+    }
     void gemm(std::ostream& o, const std::string& T, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
               const std::string& alpha, const std::string& a, std::int64_t lda, const std::string& b, std::int64_t ldb,
               const std::string& c, std::int64_t ldc) {
@@ -252,6 +300,7 @@ private:
     const std::vector<std::string>& weight_ids_;
     const std::vector<std::string>& feed_params_;
     const std::vector<std::string>& fetch_params_;
+    std::set<std::string>& used_;
 };
 
 inline const char* binary_functor(const std::string& type) {
@@ -278,7 +327,7 @@ inline bool emitter::step(int s, std::ostream& o) {
     const std::string T = cpp_type(dt);
     const bool fp = dt == DataType::FP32 || dt == DataType::FP64;
     auto attr = [&](int k) -> const Attribute& { return st.attrs[static_cast<std::size_t>(k)]; };
-    o << "    // " << st.label << "\n";
+    o << "    // " << comment_text(st.label) << "\n";
 
     if (const char* f = binary_functor(type)) {
         if (!fp && dt != DataType::INT32 && dt != DataType::INT64) return false;
@@ -545,6 +594,10 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     for (const EmitFeed& f : feeds) {
         const VarDesc* vd = blk.find_var(f.name);
         if (!vd) throw feed_error("dlgraph.feed.unknown", "feed '" + f.name + "' names no variable of the program");
+        check_shape_size(f.shape, dtype_size(vd->data_type), max_shape_bytes, "feed '" + f.name + "'");
+        if (!vd->dims.empty() && !dims_compatible(Shape(vd->dims), f.shape))
+            throw shape_error("dlgraph.shape.feed", "feed '" + f.name + "' of shape " + to_string(f.shape) +
+                                                        " does not fit its declaration " + to_string(Shape(vd->dims)));
         fed.push_back(f.name);
         fed_metas.push_back({vd->data_type, f.shape});
     }
@@ -574,22 +627,19 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     shape_plan(p, std::move(metas), std::move(known), nullptr, popts, nullptr);
 
     // Parameters of run(): feeds and fetches, as identifiers.
-    std::set<std::string> used;
-    auto unique_ident = [&](const std::string& name) {
-        std::string id = identifier(name), base = id;
-        for (int k = 2; used.count(id); ++k) id = base + "_" + std::to_string(k);
-        used.insert(id);
-        return id;
-    };
+    // Names run() and the namespace declare themselves.
+    std::set<std::string> used{"a", "ws", "arena", "w", "run", "run_erased", "model", "arena_bytes", "planned_bytes",
+                               "workspace_bytes", "workspace_offset", "lower_bound_bytes", "session_arena_bytes",
+                               "weight_bytes", "feed_count", "fetch_count", "feed_names", "fetch_names", "feed_sizes",
+                               "fetch_sizes", "std", "dlgraph", opts.name};
+    auto unique_ident = [&](const std::string& name) { return unused_name(used, identifier(name)); };
     std::vector<std::string> feed_params, fetch_params;
     for (const EmitFeed& f : feeds) feed_params.push_back(unique_ident(f.name));
     for (const std::string& f : fetches) fetch_params.push_back(unique_ident(f));
     auto elements = [&](int v) { return p.metas[static_cast<std::size_t>(v)].shape.numel(); };
     for (std::size_t i = 0; i < feeds.size(); ++i) {
-        const int v = p.feed_values[i];
-        if (v >= 0 && cpp_type(p.metas[static_cast<std::size_t>(v)].dtype).empty())
-            throw type_error("dlgraph.emit.dtype", "feed '" + feeds[i].name + "' is " +
-                                                       to_string(p.metas[static_cast<std::size_t>(v)].dtype) +
+        if (cpp_type(fed_metas[i].dtype).empty())
+            throw type_error("dlgraph.emit.dtype", "feed '" + feeds[i].name + "' is " + to_string(fed_metas[i].dtype) +
                                                        ", which a fixed model does not take");
         if (feeds[i].shape.numel() == 0)
             throw shape_error("dlgraph.emit.empty", "feed '" + feeds[i].name + "' has no elements");
@@ -613,12 +663,9 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     std::vector<std::string> weight_ids;
     std::set<std::string> weight_used;
     for (int v : p.scope_reads) {
-        std::string id = identifier(p.values[static_cast<std::size_t>(v)].name), base = id;
-        for (int k = 2; weight_used.count(id); ++k) id = base + "_" + std::to_string(k);
-        weight_used.insert(id);
-        weight_ids.push_back(id);
+        weight_ids.push_back(unused_name(weight_used, identifier(p.values[static_cast<std::size_t>(v)].name)));
     }
-    emitter em(p, weights, weight_ids, feed_params, fetch_params);
+    emitter em(p, weights, weight_ids, feed_params, fetch_params, used);
     std::ostringstream body;
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         if (s > 0) body << "    dlgraph::fixed::step_boundary();\n";
@@ -644,12 +691,14 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     r.gemm_workspaces = em.workspaces;
 
     std::ostringstream h;
-    h << "// A fixed model written by dlgraph emit" << (opts.source.empty() ? "" : " from " + opts.source)
-      << ". Do not edit: emit it again.\n//\n// run(";
-    for (std::size_t i = 0; i < feeds.size(); ++i) h << (i ? ", " : "") << feeds[i].name << to_string(feeds[i].shape);
+    h << "// A fixed model written by dlgraph emit" << (opts.source.empty() ? "" : " from " + comment_text(opts.source))
+      << ". Do not edit: emit it again.\n"
+         "// Build it with -ffp-contract=off (as dlgraph's CMake target does) for the\n"
+         "// rounding of Session<cpu>; the arena must be 64-byte aligned.\n//\n// run(";
+    for (std::size_t i = 0; i < feeds.size(); ++i) h << (i ? ", " : "") << comment_text(feeds[i].name) << to_string(feeds[i].shape);
     h << ") -> ";
     for (std::size_t i = 0; i < fetches.size(); ++i)
-        h << (i ? ", " : "") << fetches[i] << to_string(p.metas[static_cast<std::size_t>(p.target_values[i])].shape);
+        h << (i ? ", " : "") << comment_text(fetches[i]) << to_string(p.metas[static_cast<std::size_t>(p.target_values[i])].shape);
     h << "\n// " << p.steps.size() << " steps; arena: " << r.planned_arena_bytes
       << " bytes planned (liveness lower bound " << r.lower_bound << ") + the products' workspace; Session<cpu> plans "
       << r.session_arena_bytes << " bytes for the same targets.\n";
@@ -666,7 +715,7 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
             throw type_error("dlgraph.emit.dtype",
                              "weight '" + name + "' is " + to_string(t.dtype()) + ", which a fixed model does not hold");
         r.weight_bytes += t.bytes();
-        h << "// " << name << " " << to_string(t.shape()) << "\n";
+        h << "// " << comment_text(name) << " " << to_string(t.shape()) << "\n";
         h << "alignas(64) inline constexpr " << T << " " << weight_ids[i] << "[" << std::max<std::int64_t>(t.numel(), 1)
           << "] = {";
         visit_dtype(t.dtype(), [&]<class U>(type_tag<U>) {
@@ -689,9 +738,10 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     h << "inline constexpr std::size_t planned_bytes = " << r.planned_arena_bytes << ";\n";
     h << "inline constexpr std::size_t lower_bound_bytes = " << r.lower_bound << ";\n";
     h << "inline constexpr std::size_t session_arena_bytes = " << r.session_arena_bytes << ";\n";
-    h << "// The arena run() takes: the planned values, then the workspace at the first\n"
-         "// 64-byte boundary after them (no alignment asked of the arena).\n"
-         "inline constexpr std::size_t arena_bytes = planned_bytes + (workspace_bytes ? workspace_bytes + 63 : 0);\n";
+    h << "// The arena run() takes, 64-byte aligned (alignas(64)): the planned values,\n"
+         "// then the workspace at the next 64-byte boundary.\n"
+         "inline constexpr std::size_t workspace_offset = (planned_bytes + 63) / 64 * 64;\n"
+         "inline constexpr std::size_t arena_bytes = workspace_bytes ? workspace_offset + workspace_bytes : planned_bytes;\n";
     h << "inline constexpr std::size_t weight_bytes = " << r.weight_bytes << ";\n";
     if (opts.arena_budget)
         h << "static_assert(dlgraph::fixed::arena_within_budget<arena_bytes, " << opts.arena_budget << ">::value);\n";
@@ -704,19 +754,15 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
             std::string n;
             if constexpr (std::is_same_v<std::decay_t<decltype(list[i])>, EmitFeed>) n = list[i].name;
             else n = list[i];
-            std::string esc;
-            for (char c : n) {
-                if (c == '"' || c == '\\') esc += '\\';
-                esc += c;
-            }
-            s += (i ? ", \"" : "\"") + esc + "\"";
+            s += (i ? ", \"" : "\"") + escaped(n) + "\"";
         }
         return s + "}";
     };
-    h << "inline constexpr const char* feed_names[] = " << names(feeds) << ";\n";
+    h << "inline constexpr const char* feed_names[] = " << (feeds.empty() ? "{nullptr}" : names(feeds)) << ";\n";
     h << "inline constexpr const char* fetch_names[] = " << names(fetches) << ";\n";
     std::string fs = "{", ts = "{";
     for (std::size_t i = 0; i < feeds.size(); ++i) fs += (i ? ", " : "") + std::to_string(feeds[i].shape.numel());
+    if (feeds.empty()) fs += "0";
     for (std::size_t i = 0; i < fetches.size(); ++i) ts += (i ? ", " : "") + std::to_string(elements(p.target_values[i]));
     h << "inline constexpr std::int64_t feed_sizes[] = " << fs << "}, fetch_sizes[] = " << ts << "};\n\n";
 
@@ -734,13 +780,14 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     }
     h << "inline void run(" << sig << "std::span<std::byte, arena_bytes> arena) noexcept {\n";
     h << "    [[maybe_unused]] std::byte* const a = arena.data();\n";
-    h << "    [[maybe_unused]] std::byte* const ws = workspace_bytes ? dlgraph::fixed::align64(a + planned_bytes) : nullptr;\n";
+    h << "    [[maybe_unused]] std::byte* const ws = workspace_bytes ? a + workspace_offset : nullptr;\n";
     for (std::size_t i = 0; i < feeds.size(); ++i) h << "    (void)" << feed_params[i] << ";\n";
     h << body.str() << "}\n\n";
 
     // A type-erased entry and a model that owns its arena.
     h << "// run() on pointers: feeds and fetches in the order of feed_names and fetch_names.\n";
-    h << "inline void run_erased(const void* const* feeds, void* const* fetches, std::byte* arena) noexcept {\n    run(";
+    h << "inline void run_erased(const void* const* feeds, void* const* fetches, std::byte* arena) noexcept {\n"
+         "    (void)feeds;\n    run(";
     for (std::size_t i = 0; i < feeds.size(); ++i) {
         const int v = p.feed_values[i];
         const DataType dt = v >= 0 ? p.metas[static_cast<std::size_t>(v)].dtype : fed_metas[i].dtype;
@@ -753,10 +800,10 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     }
     h << "std::span<std::byte, arena_bytes>(arena, arena_bytes));\n}\n\n";
     h << "// The model with an arena of its own (e.g. a static object: the arena is then in .bss).\n"
-         "struct model {\n    std::byte arena[arena_bytes ? arena_bytes : 1];\n";
+         "struct model {\n    alignas(64) std::byte arena[arena_bytes ? arena_bytes : 1];\n";
     std::string args;
     for (std::size_t i = 0; i < feeds.size() + fetches.size(); ++i) args += (i < feeds.size() ? feed_params[i] : fetch_params[i - feeds.size()]) + ", ";
-    h << "    void operator()(" << sig.substr(0, sig.size() - 2) << ") noexcept {\n        " << opts.name << "::run(" << args
+    h << "    void operator()(" << sig.substr(0, sig.size() - 2) << ") noexcept {\n        " << "::" << opts.name << "::run(" << args
       << "std::span<std::byte, arena_bytes>(arena, arena_bytes));\n    }\n};\n\n";
     h << "}  // namespace " << opts.name << "\n";
     r.header = h.str();

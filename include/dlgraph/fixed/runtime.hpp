@@ -64,13 +64,6 @@ inline void step_boundary() noexcept {
 #endif
 }
 
-// The first 64-byte boundary at or after p (a model's workspace sits there,
-// so the arena itself needs no alignment).
-inline std::byte* align64(std::byte* p) noexcept {
-    const auto u = reinterpret_cast<std::uintptr_t>(p);
-    return p + ((64 - u % 64) % 64);
-}
-
 // A model's arena checked against a budget at compile time: a model whose
 // arena is larger fails to compile, and the compiler's message shows both
 // numbers (the failed condition with the template's arguments).
