@@ -5,7 +5,7 @@
 // demo's MLP with a budget of 1000 bytes, which its arena exceeds (the
 // compile-fail test tests/fixed/over_budget.cpp), and mlp.hpp, the same
 // model without a budget (bench/bench_fixed.cpp).
-//   gen_models OUT.hpp
+//   gen_models OUT.hpp [--small]   (--small: the MLPs with 16 hidden units)
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,16 +14,18 @@
 #include "cases.hpp"
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::cerr << "usage: gen_models OUT.hpp\n";
+    const bool small = argc == 3 && std::string(argv[2]) == "--small";
+    if (argc != 2 && !small) {
+        std::cerr << "usage: gen_models OUT.hpp [--small]\n";
         return 2;
     }
     try {
         std::string all = "// Written by tests/fixed/gen_models.cpp.\n#pragma once\n#include <cstddef>\n#include <cstdint>\n\n";
         for (int i = 0; i < fixed_cases::count; ++i) {
-            const auto c = fixed_cases::make_case(i);
+            const auto c = fixed_cases::make_case(i, small);
             all += fixed_cases::emit_case(c, fixed_cases::case_name(i), 1 << 20).header + "\n";
         }
+        all += std::string("inline constexpr bool fixed_models_small = ") + (small ? "true" : "false") + ";\n";
         all += "struct fixed_entry {\n    void (*run)(const void* const*, void* const*, std::byte*) noexcept;\n"
                "    std::size_t arena_bytes, planned_bytes, session_arena_bytes;\n};\n"
                "inline constexpr fixed_entry fixed_entries[] = {\n";
