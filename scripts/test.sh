@@ -11,29 +11,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-embedded --with-data
 jobs=${DLGRAPH_JOBS:-$(nproc)}
+# Each stage's heading says when it started (seconds since this script did).
+stage() { echo "== [${SECONDS}s] $*"; }
 
-echo "== build and test (Release)"
+stage "build and test (Release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" | tee build/ctest.log
 
-echo "== op suite and kernel core without SIMD (DLGRAPH_NO_SIMD)"
+stage "op suite and kernel core without SIMD (DLGRAPH_NO_SIMD)"
 cmake --build build -j "$jobs" --target dlgraph_portable_tests
 ./build/tests/dlgraph_portable_tests | tee build/portable.log
 
-echo "== test under AddressSanitizer + UndefinedBehaviorSanitizer"
+stage "test under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j "$jobs" --target dlgraph_tests dlgraph_cli dlgraph_fixed_tests
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(compile_fail|packaging)' \
   | tee build-asan/ctest.log
 
-echo "== concurrency tests under ThreadSanitizer"
+stage "concurrency tests under ThreadSanitizer"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target dlgraph_thread_tests
 TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests | tee build-tsan/doctest.log
-echo "== fuzz targets: corpora replayed, then 30 s each (scripts/fuzz.sh)"
+stage "fuzz targets: corpora replayed, then 30 s each (scripts/fuzz.sh)"
 bash scripts/fuzz.sh
 # One closing line for the four runs: ctest counts (less the tests ctest
 # skipped: the GPU tests where no GPU is visible), then the portable and TSan cases.
@@ -46,5 +48,5 @@ done
 for f in build/portable.log build-tsan/doctest.log; do
   total=$((total + $(sed -n 's/.*test cases: *\([0-9]*\).*/\1/p' "$f")))
 done
-echo "== all tests passed"
+stage "all tests passed"
 echo "tests: $((total - skipped)) passed, 0 failed, $skipped skipped$( [ "$skipped" -gt 0 ] && echo ' (GPU tests: no GPU here)')"
