@@ -1,13 +1,46 @@
 // The model's translation unit: the emitted header (model.hpp, namespace
 // fmnist) behind one plain function, with its arena in .bss. Built with
 // -fno-exceptions -fno-rtti; run.sh checks with nm that it needs no heap and
-// no exception support. With DLGRAPH_EMPTY_MODEL it does nothing but copy,
-// which gives the empty program the sizes are measured against.
+// no exception support. With DLGRAPH_EXPR_MODEL the same MLP is written as
+// a fixed:: expression (fixed/expr.hpp) over the emitted weights; with
+// DLGRAPH_EMPTY_MODEL it does nothing but copy, which gives the empty
+// program the sizes are measured against.
 #include <cstddef>
 
 #include "model_unit.hpp"
 
-#ifndef DLGRAPH_EMPTY_MODEL
+#if defined(DLGRAPH_EXPR_MODEL)
+#include <iterator>
+
+#include <dlgraph/fixed/expr.hpp>
+
+#include "model.hpp"
+
+namespace fx = dlgraph::fixed;
+
+namespace {
+
+constexpr std::int64_t hidden = std::size(fmnist::w::fc1_b);
+
+// The demo's network over the image x: softmax(relu(x w1 + b1) w2 + b2). An
+// expression is a value of a few pointers, built where it runs.
+constexpr auto network(const float* x) {
+    using fx::Var;
+    const Var<float, 1, 784> image(x);
+    const Var<float, 784, hidden> w1{fmnist::w::fc1_w};
+    const Var<float, hidden> b1{fmnist::w::fc1_b};
+    const Var<float, hidden, 10> w2{fmnist::w::fc2_w};
+    const Var<float, 10> b2{fmnist::w::fc2_b};
+    return fx::softmax(fx::matmul(fx::relu(fx::matmul(image, w1) + b1), w2) + b2);
+}
+using network_type = decltype(network(nullptr));
+fx::arena<network_type> arena;
+
+}  // namespace
+
+void model_run(const float* x, float* prob) { fx::run(network(x), std::span<float, 10>(prob, 10), arena); }
+std::size_t model_arena_bytes() { return network_type::arena_bytes; }
+#elif !defined(DLGRAPH_EMPTY_MODEL)
 #include "model.hpp"
 
 alignas(64) static std::byte arena[fmnist::arena_bytes ? fmnist::arena_bytes : 1];

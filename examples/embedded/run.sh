@@ -37,9 +37,15 @@ echo "== dlgraph emit"
 # The same floating point everywhere: no fast-math, no contraction.
 common=(-std=c++20 -ffp-contract=off -fno-exceptions -fno-rtti -Wall -Wextra -I "$root/include" -I "$work" -I "$here")
 
-echo "== host build"
+echo "== host build (the emitted model, and the same MLP as a fixed:: expression)"
 g++ -O2 "${common[@]}" "$here/firmware.cpp" "$here/model_unit.cpp" -o "$work/host"
 "$work/host" > "$work/host.txt"
+g++ -O2 "${common[@]}" -DDLGRAPH_EXPR_MODEL "$here/firmware.cpp" "$here/model_unit.cpp" -o "$work/host_expr"
+"$work/host_expr" > "$work/host_expr.txt"
+# The two give the same bits (the last line, the arena's size, differs).
+if ! cmp -s <(head -n -1 "$work/host.txt") <(head -n -1 "$work/host_expr.txt"); then
+  echo "embedded: the fixed:: expression and the emitted model differ on the host"; exit 1
+fi
 
 echo "== Cortex-M4 build (arm-none-eabi-g++ -Os, mps2-an386)"
 # One float per portable vector (DLGRAPH_VECTOR_BYTES=4): the core has no
@@ -50,14 +56,15 @@ arm=(arm-none-eabi-g++ -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d1
      -fdata-sections -fno-math-errno -DDLGRAPH_VECTOR_BYTES=4 "${common[@]}")
 link=(-nostartfiles --specs=rdimon.specs -T "$here/mps2_an386.ld" -Wl,--gc-sections)
 "${arm[@]}" -c "$here/model_unit.cpp" -o "$work/model_unit.o"
+"${arm[@]}" -DDLGRAPH_EXPR_MODEL -c "$here/model_unit.cpp" -o "$work/expr_unit.o"
 "${arm[@]}" -DDLGRAPH_EMPTY_MODEL -c "$here/model_unit.cpp" -o "$work/empty_unit.o"
-for v in model empty; do
+for v in model expr empty; do
   "${arm[@]}" "$here/firmware.cpp" "$here/startup.cpp" "$work/${v}_unit.o" "${link[@]}" -o "$work/$v.elf"
 done
 
-# No heap, no exceptions, no RTTI in the model: its object file refers to
-# none of their symbols.
-bad=$(arm-none-eabi-nm -u "$work/model_unit.o" | grep -E ' (malloc|free|calloc|realloc|_Zn[wa]|_Zd[la]|__cxa_|_ZTI|__gxx_personality)' || true)
+# No heap, no exceptions, no RTTI in the models: their object files refer
+# to none of their symbols.
+bad=$(arm-none-eabi-nm -u "$work/model_unit.o" "$work/expr_unit.o" | grep -E ' (malloc|free|calloc|realloc|_Zn[wa]|_Zd[la]|__cxa_|_ZTI|__gxx_personality)' || true)
 if [ -n "$bad" ]; then
   echo "embedded: the model's object needs heap or exception support:"; echo "$bad"; exit 1
 fi
@@ -65,9 +72,15 @@ fi
 echo "== running on QEMU mps2-an386"
 timeout 900 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
   -semihosting-config enable=on,target=native -kernel "$work/model.elf" > "$work/target.txt"
+timeout 900 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
+  -semihosting-config enable=on,target=native -kernel "$work/expr.elf" > "$work/target_expr.txt"
 
 echo "== comparison"
 "$build/examples/embedded_tools" compare "$work/host.txt" "$work/target.txt"
+if ! cmp -s <(head -n -1 "$work/target.txt") <(head -n -1 "$work/target_expr.txt"); then
+  echo "embedded: the fixed:: expression and the emitted model differ on the Cortex-M4"; exit 1
+fi
+echo "the fixed:: expression: the same bits as the emitted model, on the host and the Cortex-M4"
 
 # Sizes: code (.text) and RAM (.data + .bss) of the firmware less the empty
 # program's; the weights are .rodata.
@@ -77,3 +90,7 @@ ram=$(( $(size_of "$work/model.elf" .data) + $(size_of "$work/model.elf" .bss) -
 rodata=$(( $(size_of "$work/model.elf" .rodata) - $(size_of "$work/empty.elf" .rodata) ))
 arena=$(sed -n 's/.*arena \([0-9]*\) bytes$/\1/p' "$work/target.txt")
 echo "Cortex-M4 -Os: code $text bytes (kernel core and steps), RAM $ram bytes (arena $arena), weights and constants $rodata bytes"
+text=$(( $(size_of "$work/expr.elf" .text) - $(size_of "$work/empty.elf" .text) ))
+ram=$(( $(size_of "$work/expr.elf" .data) + $(size_of "$work/expr.elf" .bss) - $(size_of "$work/empty.elf" .data) - $(size_of "$work/empty.elf" .bss) ))
+arena=$(sed -n 's/.*arena \([0-9]*\) bytes$/\1/p' "$work/target_expr.txt")
+echo "the same as a fixed:: expression: code $text bytes, RAM $ram bytes (arena $arena)"

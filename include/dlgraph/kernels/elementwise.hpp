@@ -194,7 +194,7 @@ template <class T> inline bool find_zero(const T* y, std::int64_t n) noexcept {
 // X's and Y's dims padded to one rank `r`: Y placed onto X from dim `axis`
 // (Paddle), or with axis -1 both aligned at their trailing dims (NumPy).
 // False when Y does not fit into X at that axis.
-inline bool align_dims(const std::int64_t* x, int xr, const std::int64_t* y, int yr, std::int64_t axis,
+constexpr bool align_dims(const std::int64_t* x, int xr, const std::int64_t* y, int yr, std::int64_t axis,
                        std::int64_t* xa, std::int64_t* ya, int& r) noexcept {
     if (axis == -1 || xr < yr) {
         r = std::max(xr, yr);
@@ -226,7 +226,7 @@ struct broadcast_geometry {
 
 // The geometry of Z = X op Y (dims as given; axis as align_dims). Z's dims
 // are the broadcast of X's and Y's.
-inline broadcast_geometry broadcast_walk_of(const std::int64_t* xd, int xr, const std::int64_t* yd, int yr,
+constexpr broadcast_geometry broadcast_walk_of(const std::int64_t* xd, int xr, const std::int64_t* yd, int yr,
                                             std::int64_t axis, const std::int64_t* zd, int zr) noexcept {
     broadcast_geometry g;
     std::int64_t xa[max_rank], ya[max_rank];
