@@ -2,7 +2,8 @@
 // emitted at build time by tests/fixed/gen_models as mlp.hpp) next to
 // Session<cpu> on one thread evaluating the same program (its softmax with
 // cross-entropy reduced to the softmax, as the emitter does), with the same
-// weights. Run with --benchmark_enable_random_interleaving=true
+// weights; and the same model with INT8 products (mlp_int8.hpp, dlgraph emit
+// --weights int8, calibrated on 64 random images). Run with --benchmark_enable_random_interleaving=true
 // --benchmark_repetitions=N so the two alternate (bench/README.md).
 #include <benchmark/benchmark.h>
 
@@ -11,6 +12,7 @@
 
 #include "../tests/fixed/cases.hpp"
 #include "mlp.hpp"
+#include "mlp_int8.hpp"
 
 using namespace dlgraph;
 
@@ -60,5 +62,18 @@ static void BM_mlp_fixed(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_mlp_fixed)->Unit(benchmark::kMicrosecond);
+
+static void BM_mlp_fixed_int8(benchmark::State& state) {
+    float x[784], prob[10];
+    const std::vector<float> xv = input();
+    std::memcpy(x, xv.data(), sizeof x);
+    static mlp_int8::model m;
+    m(x, prob);
+    for (auto _ : state) {
+        m(x, prob);
+        benchmark::DoNotOptimize(prob);
+    }
+}
+BENCHMARK(BM_mlp_fixed_int8)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -594,4 +594,62 @@ TEST_CASE("cli: emit writes a fixed model's header, and its errors" * doctest::s
     SUBCASE("options of other commands") {
         check_error(run_cli(n.dir, base + " --feed x=2,3 --device cpu"), "dlgraph.cli.usage", "'--device'");
     }
+    SUBCASE("--weights int8: the report, and the options' errors") {
+        // relu(x * w + b) has no matrix product: nothing to quantize, no calibration needed.
+        r = run_cli(n.dir, base + " --feed x=2,3 --weights int8 -o " + q(n.dir.file("int8.hpp")));
+        INFO("stderr: " << r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.out.rfind("int8: 0 products in INT8, 0 in floating point\nwrote ", 0) == 0);
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --weights int4"), "dlgraph.cli.usage",
+                    "option --weights takes fp32 or int8, not 'int4'");
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --calibrate x=" + q(n.x_file)), "dlgraph.cli.usage",
+                    "--calibrate, --evaluate and --labels go with --weights int8");
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --weights fp32 --labels " + q(n.x_file)), "dlgraph.cli.usage",
+                    "go with --weights int8");
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --weights int8 --calibrate x"), "dlgraph.cli.usage",
+                    "--calibrate 'x' needs the form NAME=FILE.npy");
+        check_error(run_cli(n.dir, base + " --feed x=2,3 --weights int8 --evaluate x=" + q(n.x_file) + " --evaluate x=" +
+                                       q(n.x_file)),
+                    "dlgraph.cli.usage", "variable 'x' is given to --evaluate twice");
+    }
+}
+
+// emit --weights int8 on a program with a product: calibrated on a batch,
+// compared on another, with labels.
+TEST_CASE("cli: emit --weights int8 quantizes the products and reports the accuracy" * doctest::skip(no_cli)) {
+    CliTempDir dir;
+    Program p;
+    auto x = p.input<float>("x", {-1, 3});
+    auto w = p.parameter<float>("w", {3, 2}, init::constant(0));
+    auto y = p.rename(softmax(matmul(x, w)), "prob");
+    (void)y;
+    const std::string program = dir.file("net.json"), params = dir.file("params");
+    write_file_bytes(program, p.to_json());
+    fs::create_directories(params);
+    write_npy((fs::path(params) / "w.npy").string(), fp32({3, 2}, {1, -1, 0.5f, -0.5f, -2, 2}));
+    const std::string cal = dir.file("cal.npy"), ev = dir.file("ev.npy"), labels = dir.file("labels.npy");
+    write_npy(cal, fp32({4, 3}, {1, 2, 3, -1, -2, -3, 0.5f, 0, 0, 0, 0, 1}));
+    write_npy(ev, fp32({2, 3}, {1, 0, 0, 0, 0, 1}));
+    Tensor l(DataType::INT64, {2});
+    l.data<std::int64_t>()[0] = 0;  // [1, 0, 0]: logits (1, -1), class 0
+    l.data<std::int64_t>()[1] = 0;  // [0, 0, 1]: logits (-2, 2), class 1: wrong in both
+    write_npy(labels, l);
+    const std::string base = "emit " + q(program) + " --fetch prob --params " + q(params) + " --feed x=1,3 --weights int8";
+    auto r = run_cli(dir, base + " --calibrate x=" + q(cal) + " --evaluate x=" + q(ev) + " --labels " + q(labels) +
+                              " -o " + q(dir.file("m.hpp")));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("int8: 1 product in INT8, 0 in floating point; on 2 rows of the evaluation data, the same class as "
+                     "FP32 for 2, largest |difference| ") == 0);
+    CHECK(r.out.find("; accuracy FP32 50.00%, INT8 50.00% (+0.00 points)\n") != std::string::npos);
+    CHECK(r.out.find("+ the INT8 inputs' buffer, 6 bytes") != std::string::npos);
+    const std::string h = read_file_bytes(dir.file("m.hpp"));
+    CHECK(h.find("std::int8_t w_q[6]") != std::string::npos);
+    // Without an --evaluate batch, the calibration batch; without it at all, an error.
+    r = run_cli(dir, base + " --calibrate x=" + q(cal));
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("on 4 rows of the calibration data") != std::string::npos);  // the header is on stdout
+    check_error(run_cli(dir, base), "dlgraph.emit.calibrate", "INT8 weights need calibration data");
+    check_error(run_cli(dir, base + " --calibrate x=" + q(ev) + " --labels " + q(labels) + " --evaluate x=" + q(cal)),
+                "dlgraph.emit.calibrate", "there are 2 labels for 4 rows of 'prob'");
 }

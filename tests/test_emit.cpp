@@ -150,3 +150,118 @@ TEST_CASE("emit: names that are not identifiers become distinct ones") {
           std::string::npos);
     CHECK(m.header.find("fetch_names[] = {\"out@0\", \"out#0\"}") != std::string::npos);
 }
+
+TEST_CASE("emit --weights int8: INT8 products, their weights and scales, the report, and its errors") {
+    small_net n;
+    fixed::EmitOptions o;
+    o.int8 = true;
+    // Calibration rows: x's largest magnitude is 4, so x's scale is 4 / 127.
+    Tensor cal(DataType::FP32, {4, 3});
+    const float rows[12] = {1, -4, 0.5f, 2, 2, 2, -1, 0, 3, 0.25f, 1, -2};
+    std::copy(rows, rows + 12, cal.data<float>());
+    o.calibration["x"] = cal;
+    const auto m = n.emit({{"x", {2, 3}}}, {"prob"}, o);
+    const std::string& h = m.header;
+    CHECK(m.int8.products == 1);
+    CHECK(m.int8.float_products == 0);
+    CHECK(m.int8.rows == 4);  // the calibration rows, two at a time
+    CHECK(m.quant_bytes == 12);  // the quantized x, held in int16
+    // fc.w is read by the product alone: INT8 only, channel-major. Channel 0
+    // of fc.w is (-1.5, -0.5, 0.5): scale 1.5 / 127, so -127, -42 (42.33), 42.
+    CHECK(h.find("inline constexpr float fc_w[") == std::string::npos);
+    CHECK(h.find("alignas(64) inline constexpr std::int8_t fc_w_q[12] = {\n    -127, -42, 42,") != std::string::npos);
+    CHECK(h.find("alignas(64) inline constexpr float fc_w_scale[4]") != std::string::npos);
+    CHECK(h.find("inline constexpr float fc_b[4]") != std::string::npos);
+    CHECK(h.find("dlgraph::kernels::quantize_s8(x, 6, ") != std::string::npos);
+    CHECK(h.find("dlgraph::kernels::gemm_s8(2, 4, 3, ") != std::string::npos);
+    CHECK(h.find("inline constexpr std::size_t quant_bytes = 12;") != std::string::npos);
+    CHECK(m.weight_bytes == 12 + 16 + 16);
+
+    // The reference is the INT8 arithmetic: x quantized with scale 4/127,
+    // the int32 sums scaled back; here against a double-precision recomputation.
+    const auto out = m.reference({{"x", cal}});
+    REQUIRE(out.size() == 1);
+    REQUIRE(out[0].shape() == Shape{4, 4});
+    const Tensor& w = n.weights.at("fc.w");
+    for (int r = 0; r < 4; ++r) {
+        double logits[4], mx = -1e300, sum = 0;
+        for (int j = 0; j < 4; ++j) {
+            double wmax = 0;
+            for (int p = 0; p < 3; ++p) wmax = std::max(wmax, std::abs(double(w.data<float>()[p * 4 + j])));
+            const double ws = wmax / 127, xs = 4.0 / 127;
+            double acc = 0;
+            for (int p = 0; p < 3; ++p)
+                acc += std::round(rows[r * 3 + p] / xs) * std::round(w.data<float>()[p * 4 + j] / ws);
+            logits[j] = std::max(0.0, acc * xs * ws + 1.5);
+            mx = std::max(mx, logits[j]);
+        }
+        for (double& l : logits) sum += std::exp(l - mx);
+        for (int j = 0; j < 4; ++j)
+            CHECK(out[0].data<float>()[r * 4 + j] == doctest::Approx(std::exp(logits[j] - mx) / sum).epsilon(1e-5));
+    }
+
+    SUBCASE("labels: the accuracy of both") {
+        Tensor labels(DataType::INT64, {4});
+        for (int i = 0; i < 4; ++i) labels.data<std::int64_t>()[i] = i % 4;
+        o.labels = labels;
+        const auto ml = n.emit({{"x", {2, 3}}}, {"prob"}, o);
+        CHECK(ml.int8.correct_fp32 >= 0);
+        CHECK(ml.int8.correct_int8 >= 0);
+        CHECK(ml.int8.correct_fp32 <= 4);
+        Tensor three(DataType::INT64, {3});
+        o.labels = three;
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), shape_error,
+                                "[dlgraph.emit.calibrate] there are 3 labels for 4 rows of 'prob'");
+        o.labels = Tensor(DataType::INT32, {5});
+        std::fill_n(o.labels.data<std::int32_t>(), 5, 0);
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), shape_error,
+                                "[dlgraph.emit.calibrate] there are 5 labels for 4 rows of 'prob'");
+        o.labels = Tensor(DataType::FP32, {4});
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), type_error, "not INT64 or INT32 classes");
+    }
+    SUBCASE("calibration data missing, misnamed or of the wrong shape") {
+        o.calibration.clear();
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), feed_error,
+                                "[dlgraph.emit.calibrate] INT8 weights need calibration data");
+        o.calibration["y"] = cal;
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), feed_error,
+                                "the calibration data names 'y', which is not a feed");
+        o.calibration.clear();
+        o.calibration["x"] = Tensor(DataType::FP32, {3, 3});
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), shape_error,
+                                "feed 'x' is [3,3], not rows of the emitted [2,3]");
+        Tensor zeros(DataType::FP32, {4, 3});
+        std::fill_n(zeros.data<float>(), 12, 0.0f);
+        o.calibration["x"] = zeros;
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), value_error, "is 0 everywhere on the calibration data");
+        Tensor nan = cal;
+        nan.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+        o.calibration["x"] = nan;
+        CHECK_THROWS_CONTAINING(n.emit({{"x", {2, 3}}}, {"prob"}, o), value_error, "holds nan on the calibration data");
+    }
+}
+
+TEST_CASE("emit --weights int8: products of other forms stay in floating point") {
+    Program p;
+    auto x = p.input<float>("x", {2, 3});
+    auto w = p.parameter<float>("w", {4, 3}, init::constant(0));
+    auto v = p.parameter<float>("v", {4, 4}, init::constant(0));
+    auto h = matmul(x, w, false, true);  // a transposed weight: floating point
+    auto y = p.rename(matmul(h, v) + matmul(x, w, false, true) * h, "y");  // h v in INT8
+    (void)y;
+    std::map<std::string, Tensor> weights{{"w", Tensor(DataType::FP32, {4, 3})}, {"v", Tensor(DataType::FP32, {4, 4})}};
+    for (int i = 0; i < 12; ++i) weights["w"].data<float>()[i] = 0.1f * static_cast<float>(i + 1);
+    for (int i = 0; i < 16; ++i) weights["v"].data<float>()[i] = 0.05f * static_cast<float>(i - 8);
+    fixed::EmitOptions o;
+    o.int8 = true;
+    Tensor cal(DataType::FP32, {2, 3});
+    for (int i = 0; i < 6; ++i) cal.data<float>()[i] = static_cast<float>(i) - 2.5f;
+    o.calibration["x"] = cal;
+    const auto m = fixed::emit(p.desc(), std::vector<fixed::EmitFeed>{{"x", {2, 3}}}, std::vector<std::string>{"y"},
+                               [&](const std::string& n) { return weights.at(n); }, o);
+    CHECK(m.int8.products == 1);
+    CHECK(m.int8.float_products == 2);
+    CHECK(m.header.find("inline constexpr float w[12]") != std::string::npos);  // still read in FP32
+    CHECK(m.header.find("inline constexpr float v[") == std::string::npos);
+    CHECK(m.header.find("std::int8_t v_q[16]") != std::string::npos);
+}

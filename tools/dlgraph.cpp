@@ -59,13 +59,18 @@ constexpr const char* usage_text =
     "  dot PROGRAM.json [--fetch NAME...] [--feed NAME...] [-o FILE] [--backward LOSS]\n"
     "      Graphviz DOT of the program, or of the plan for the fetched variables.\n"
     "  emit PROGRAM.json --fetch NAME... --feed NAME=D1,D2,...  [--params DIR] [-o FILE]\n"
-    "                    [--namespace NAME] [--arena-budget SIZE]\n"
+    "                    [--namespace NAME] [--arena-budget SIZE] [--weights fp32|int8]\n"
+    "                    [--calibrate NAME=FILE.npy...] [--evaluate NAME=FILE.npy...] [--labels FILE.npy]\n"
     "      Write a fixed model: one C++ header with the weights (from --params, a checkpoint\n"
     "      directory works) as constexpr arrays and run(feeds..., fetches..., arena), a flat\n"
     "      sequence of kernel calls with the shapes given (every feed needs one) and the\n"
     "      arena planned as Session<cpu> plans it. No heap, exceptions or threads at run time\n"
     "      (docs/design.md, \"Fixed models\"). --namespace names the model's namespace (default\n"
-    "      model); --arena-budget makes a larger arena a compile error.\n"
+    "      model); --arena-budget makes a larger arena a compile error. --weights int8 computes\n"
+    "      the products with 2-D weights in INT8 (weights per output channel, inputs per tensor,\n"
+    "      int32 sums), the inputs' scales from --calibrate (a batch of every feed), and reports\n"
+    "      how the INT8 outputs compare with FP32 on --evaluate (default: the calibration batch),\n"
+    "      with --labels the accuracy of both.\n"
     "  help, --help\n"
     "      Print this text.\n"
     "\n"
@@ -106,7 +111,10 @@ struct Args {
     std::string device = "cpu";  // --device cpu|cuda
     std::string name_space = "model";  // emit --namespace
     std::uint64_t arena_budget = 0;    // emit --arena-budget
-    bool has_namespace = false, has_arena_budget = false;
+    bool has_namespace = false, has_arena_budget = false, has_weights = false, has_labels = false;
+    std::string weights = "fp32";                    // emit --weights
+    std::vector<std::string> calibrate, evaluate;    // emit --calibrate, --evaluate NAME=FILE.npy
+    std::string labels;                              // emit --labels FILE.npy
     std::uint64_t max_memory = physical_memory_bytes();
 };
 
@@ -156,7 +164,9 @@ Args parse_args(int argc, char** argv) {
         allowed = {"--fetch", "--feed", "--params", "--threads", "--runs", "--warmup", "--json", "--max-memory", "--device"};
     if (a.command == "plan") allowed = {"--fetch", "--feed", "--json", "--backward", "--device"};
     if (a.command == "dot") allowed = {"--fetch", "--feed", "-o", "--output", "--backward"};
-    if (a.command == "emit") allowed = {"--fetch", "--feed", "--params", "-o", "--output", "--namespace", "--arena-budget"};
+    if (a.command == "emit")
+        allowed = {"--fetch",   "--feed",         "--params",  "-o",        "--output",  "--namespace",
+                   "--arena-budget", "--weights", "--calibrate", "--evaluate", "--labels"};
     allowed.insert("--lenient");
 
     for (int i = 2; i < argc; ++i) {
@@ -209,6 +219,14 @@ Args parse_args(int argc, char** argv) {
             else if (opt == "--runs") once_count(a.has_runs, a.runs, 1, 10'000'000);
             else if (opt == "--warmup") once_count(a.has_warmup, a.warmup, 0, 10'000'000);
             else if (opt == "--namespace") once(a.has_namespace, a.name_space);
+            else if (opt == "--weights") {
+                once(a.has_weights, a.weights);
+                if (a.weights != "fp32" && a.weights != "int8")
+                    usage_fail("option --weights takes fp32 or int8, not '" + a.weights + "'");
+            }
+            else if (opt == "--calibrate") a.calibrate.push_back(value);
+            else if (opt == "--evaluate") a.evaluate.push_back(value);
+            else if (opt == "--labels") once(a.has_labels, a.labels);
             else if (opt == "--arena-budget") {
                 if (a.has_arena_budget) usage_fail("option " + opt + " is given twice");
                 a.has_arena_budget = true;
@@ -236,7 +254,9 @@ struct FeedSpec {
     std::string file;  // empty: a name only
 };
 
-std::vector<FeedSpec> parse_feeds(const std::vector<std::string>& specs, bool need_file) {
+// NAME[=FILE] specs of `option` (--feed, or emit's --calibrate/--evaluate).
+std::vector<FeedSpec> parse_feeds(const std::vector<std::string>& specs, bool need_file,
+                                  const std::string& option = "--feed") {
     std::vector<FeedSpec> out;
     std::set<std::string> seen;
     for (auto& s : specs) {
@@ -244,10 +264,11 @@ std::vector<FeedSpec> parse_feeds(const std::vector<std::string>& specs, bool ne
         FeedSpec f;
         f.name = s.substr(0, eq);
         if (eq != std::string::npos) f.file = s.substr(eq + 1);
-        if (f.name.empty()) usage_fail("--feed '" + s + "' names no variable");
-        if (eq != std::string::npos && f.file.empty()) usage_fail("--feed '" + s + "' names no file");
-        if (need_file && f.file.empty()) usage_fail("--feed '" + s + "' needs the form NAME=FILE.npy");
-        if (!seen.insert(f.name).second) usage_fail("variable '" + f.name + "' is fed twice");
+        if (f.name.empty()) usage_fail(option + " '" + s + "' names no variable");
+        if (eq != std::string::npos && f.file.empty()) usage_fail(option + " '" + s + "' names no file");
+        if (need_file && f.file.empty()) usage_fail(option + " '" + s + "' needs the form NAME=FILE.npy");
+        if (!seen.insert(f.name).second)
+            usage_fail("variable '" + f.name + "' is " + (option == "--feed" ? "fed" : "given to " + option) + " twice");
         out.push_back(std::move(f));
     }
     return out;
@@ -806,7 +827,32 @@ int cmd_emit(const Args& a) {
     opts.name = a.name_space;
     opts.source = fs::path(a.program).filename().string();
     opts.arena_budget = a.arena_budget;
+    opts.int8 = a.weights == "int8";
+    if (!opts.int8 && (!a.calibrate.empty() || !a.evaluate.empty() || a.has_labels))
+        usage_fail("--calibrate, --evaluate and --labels go with --weights int8");
+    for (auto& f : parse_feeds(a.calibrate, true, "--calibrate")) opts.calibration[f.name] = read_npy(f.file);
+    for (auto& f : parse_feeds(a.evaluate, true, "--evaluate")) opts.evaluation[f.name] = read_npy(f.file);
+    if (a.has_labels) opts.labels = read_npy(a.labels);
     const fixed::EmittedModel m = fixed::emit(desc, feeds, fetches, param, opts);
+    if (opts.int8) {
+        const fixed::Int8Report& r = m.int8;
+        std::ostream& out = a.has_output ? std::cout : std::cerr;  // the header may be on stdout
+        out << "int8: " << r.products << (r.products == 1 ? " product" : " products") << " in INT8, "
+            << r.float_products << " in floating point";
+        if (r.products > 0) {
+            out << "; on " << r.rows << " rows of " << (opts.evaluation.empty() ? "the calibration" : "the evaluation")
+                << " data, the same class as FP32 for " << r.same_class << ", largest |difference| "
+                << r.max_abs_diff;
+            if (r.correct_fp32 >= 0) {
+                auto pct = [&](std::int64_t c) { return 100.0 * static_cast<double>(c) / static_cast<double>(r.rows); };
+                char buf[128];
+                std::snprintf(buf, sizeof buf, "; accuracy FP32 %.2f%%, INT8 %.2f%% (%+.2f points)", pct(r.correct_fp32),
+                              pct(r.correct_int8), pct(r.correct_int8) - pct(r.correct_fp32));
+                out << buf;
+            }
+        }
+        out << "\n";
+    }
     if (!a.has_output) {
         std::cout << m.header;
         return 0;
@@ -815,6 +861,7 @@ int cmd_emit(const Args& a) {
     std::cout << "wrote " << a.output << ": " << m.steps << " steps, weights " << m.weight_bytes
               << " bytes, arena " << m.planned_arena_bytes << " bytes planned (liveness lower bound " << m.lower_bound
               << "; Session<cpu> plans " << m.session_arena_bytes << ")"
+              << (m.quant_bytes ? " + the INT8 inputs' buffer, " + std::to_string(m.quant_bytes) + " bytes" : "")
               << (m.gemm_workspaces.empty() ? "" : " + the products' workspace (computed by the compiler)") << "\n";
     return 0;
 }

@@ -1,8 +1,15 @@
 // Host-side helpers of the embedded example (run.sh):
 //   embedded_tools images DATA_DIR N OUT.hpp   the first N Fashion-MNIST test images and labels as a header
+//   embedded_tools npy DATA_DIR SET FIRST N X.npy LABELS.npy
+//                                               N images of SET (train or t10k) from FIRST, as the demo
+//                                               feeds them ([N, 784] FP32 in [0, 1]), and their labels
+//                                               (INT64): calibration and evaluation data for emit
 //   embedded_tools compare HOST.txt TARGET.txt  agreement of two firmware outputs: top-1 classes, the
 //                                               largest difference of the probabilities, accuracy
+//   embedded_tools within FP32.txt INT8.txt P   the two models' accuracy on the same images: exit status
+//                                               0 when they are at most P points apart
 #include <dlgraph/data/idx.hpp>
+#include <dlgraph/npy.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -36,6 +43,29 @@ int images(const std::string& dir, int n, const std::string& out) {
     }
     h << "};\n";
     std::ofstream(out) << h.str();
+    return 0;
+}
+
+int npy(const std::string& dir, const std::string& set, int first, int n, const std::string& x_out,
+        const std::string& labels_out) {
+    auto im = dlgraph::data::read_idx(dir + "/" + set + "-images-idx3-ubyte.gz");
+    auto lb = dlgraph::data::read_idx(dir + "/" + set + "-labels-idx1-ubyte.gz");
+    if (im.dims.size() != 3 || im.dims[1] * im.dims[2] != 784 || lb.dims.size() != 1 || first < 0 || n < 1 ||
+        im.dims[0] < first + n || lb.dims[0] < first + n) {
+        std::cerr << "embedded_tools: " << dir << " does not hold images " << first << " to " << first + n - 1
+                  << " of the " << set << " set\n";
+        return 1;
+    }
+    dlgraph::Tensor x(dlgraph::DataType::FP32, dlgraph::Shape{n, 784});
+    dlgraph::Tensor y(dlgraph::DataType::INT64, dlgraph::Shape{n});
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::size_t at = static_cast<std::size_t>(first + i);
+        for (std::int64_t k = 0; k < 784; ++k)
+            x.data<float>()[i * 784 + k] = im.bytes[at * 784 + static_cast<std::size_t>(k)] / 255.0f;  // as the demo
+        y.data<std::int64_t>()[i] = lb.bytes[at];
+    }
+    dlgraph::write_npy(x_out, x);
+    dlgraph::write_npy(labels_out, y);
     return 0;
 }
 
@@ -88,6 +118,25 @@ int compare(const std::string& a, const std::string& b) {
     return same == static_cast<int>(host.size()) ? 0 : 1;
 }
 
+int within(const std::string& a, const std::string& b, double points) {
+    const auto fp32 = read_output(a), int8 = read_output(b);
+    if (fp32.empty() || fp32.size() != int8.size()) {
+        std::cerr << "embedded_tools: " << a << " has " << fp32.size() << " results, " << b << " has " << int8.size()
+                  << "\n";
+        return 1;
+    }
+    int same = 0, right_fp32 = 0, right_int8 = 0;
+    for (std::size_t i = 0; i < fp32.size(); ++i) {
+        same += fp32[i].best == int8[i].best;
+        right_fp32 += fp32[i].best == fp32[i].label;
+        right_int8 += int8[i].best == int8[i].label;
+    }
+    const double n = static_cast<double>(fp32.size()), acc_fp32 = 100 * right_fp32 / n, acc_int8 = 100 * right_int8 / n;
+    std::printf("images %zu: accuracy FP32 %.2f%%, INT8 %.2f%% (%+.2f points, at most %.2f allowed); same class %d\n",
+                fp32.size(), acc_fp32, acc_int8, acc_int8 - acc_fp32, points, same);
+    return std::fabs(acc_int8 - acc_fp32) <= points ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,7 +144,10 @@ int main(int argc, char** argv) {
         const std::string cmd = argc > 1 ? argv[1] : "";
         if (cmd == "images" && argc == 5) return images(argv[2], std::stoi(argv[3]), argv[4]);
         if (cmd == "compare" && argc == 4) return compare(argv[2], argv[3]);
-        std::cerr << "usage: embedded_tools images DATA_DIR N OUT.hpp | compare HOST.txt TARGET.txt\n";
+        if (cmd == "within" && argc == 5) return within(argv[2], argv[3], std::stod(argv[4]));
+        if (cmd == "npy" && argc == 8) return npy(argv[2], argv[3], std::stoi(argv[4]), std::stoi(argv[5]), argv[6], argv[7]);
+        std::cerr << "usage: embedded_tools images DATA_DIR N OUT.hpp | npy DATA_DIR SET FIRST N X.npy LABELS.npy\n"
+                     "       | compare HOST.txt TARGET.txt | within FP32.txt INT8.txt POINTS\n";
     } catch (const std::exception& e) {
         std::cerr << "embedded_tools: " << e.what() << "\n";
     }

@@ -4,8 +4,13 @@
 // no exception support. With DLGRAPH_EXPR_MODEL the same MLP is written as
 // a fixed:: expression (fixed/expr.hpp) over the emitted weights; with
 // DLGRAPH_EMPTY_MODEL it does nothing but copy, which gives the empty
-// program the sizes are measured against.
+// program the sizes are measured against. DLGRAPH_MODEL_HEADER names the
+// emitted header (default "model.hpp"; run.sh also builds the INT8 one).
 #include <cstddef>
+
+#ifndef DLGRAPH_MODEL_HEADER
+#define DLGRAPH_MODEL_HEADER "model.hpp"
+#endif
 
 #include "model_unit.hpp"
 
@@ -14,7 +19,7 @@
 
 #include <dlgraph/fixed/expr.hpp>
 
-#include "model.hpp"
+#include DLGRAPH_MODEL_HEADER
 
 namespace fx = dlgraph::fixed;
 
@@ -41,7 +46,7 @@ fx::arena<network_type> arena;
 void model_run(const float* x, float* prob) { fx::run(network(x), std::span<float, 10>(prob, 10), arena); }
 std::size_t model_arena_bytes() { return network_type::arena_bytes; }
 #elif !defined(DLGRAPH_EMPTY_MODEL)
-#include "model.hpp"
+#include DLGRAPH_MODEL_HEADER
 
 alignas(64) static std::byte arena[fmnist::arena_bytes ? fmnist::arena_bytes : 1];
 

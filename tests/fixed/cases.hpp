@@ -252,4 +252,17 @@ inline fixed::EmittedModel emit_case(const fixed_case& c, const std::string& nam
     return fixed::emit(c.program.desc(), c.feeds, c.fetches, [&](const std::string& n) { return c.weights.at(n); }, o);
 }
 
+// The demo's MLP (case random_count) with INT8 products, calibrated on 64
+// random images.
+inline fixed::EmittedModel emit_int8_case(bool small, const std::string& name = "mlp_int8") {
+    const fixed_case c = make_case(random_count, small);
+    rng r(0x1b8);
+    fixed::EmitOptions o;
+    o.name = name;
+    o.source = "tests/fixed/cases.hpp";
+    o.int8 = true;
+    o.calibration["x"] = random_tensor<float>(r, Shape{64, 784}, 0, 1);
+    return fixed::emit(c.program.desc(), c.feeds, c.fetches, [&](const std::string& n) { return c.weights.at(n); }, o);
+}
+
 }  // namespace fixed_cases

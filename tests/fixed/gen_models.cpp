@@ -4,7 +4,8 @@
 // compares with Session<cpu>. Also writes over_budget.hpp beside it: the
 // demo's MLP with a budget of 1000 bytes, which its arena exceeds (the
 // compile-fail test tests/fixed/over_budget.cpp), and mlp.hpp, the same
-// model without a budget (bench/bench_fixed.cpp).
+// model without a budget (bench/bench_fixed.cpp), and mlp_int8.hpp, the
+// same with INT8 products (test_fixed.cpp, bench_fixed.cpp).
 //   gen_models OUT.hpp [--small]   (--small: the MLPs with 16 hidden units)
 #include <cstdio>
 #include <filesystem>
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
         const std::string dir = std::filesystem::path(argv[1]).parent_path().string();
         std::ofstream(dir + "/mlp.hpp")
             << fixed_cases::emit_case(fixed_cases::make_case(fixed_cases::random_count), "mlp").header;
+        std::ofstream(dir + "/mlp_int8.hpp") << fixed_cases::emit_int8_case(small).header;
         std::ofstream(dir + "/over_budget.hpp")
             << fixed_cases::emit_case(fixed_cases::make_case(fixed_cases::random_count), "mlp", 1000).header;
     } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 
 #include "cases.hpp"
 #include "fixed_models.hpp"
+#include "mlp_int8.hpp"
 
 using namespace dlgraph;
 
@@ -67,4 +68,34 @@ TEST_CASE("fixed models give Session<cpu>'s bits (generated programs and the dem
         }
     }
     CHECK(compared == fixed_cases::count * 100);
+}
+
+TEST_CASE("an INT8 fixed model gives its host reference's bits (the demo's MLP)") {
+    const fixed::EmittedModel m = fixed_cases::emit_int8_case(fixed_models_small);
+    CHECK(m.int8.products == 2);
+    CHECK(m.int8.float_products == 0);
+    CHECK(m.int8.rows == 64);
+    // Calibrated on these rows: the classes mostly agree with FP32.
+    CHECK(m.int8.same_class >= 56);
+    CHECK(m.int8.max_abs_diff < 0.1);
+    CHECK(m.int8.correct_fp32 == -1);
+    MESSAGE("INT8 MLP on its 64 calibration rows: same class " << m.int8.same_class << ", largest |difference| "
+                                                               << m.int8.max_abs_diff);
+    static_assert(mlp_int8::quant_bytes == 784 * sizeof(kernels::s8_wide));
+    CHECK(mlp_int8::weight_bytes == m.weight_bytes);
+    fixed_cases::rng r(31);
+    struct alignas(64) line {
+        std::byte b[64];
+    };
+    std::vector<line> arena(mlp_int8::arena_bytes / 64 + 1);
+    for (int run = 0; run < 100; ++run) {
+        // Inputs past the calibrated range too: quantization clamps them.
+        const Tensor x = fixed_cases::random_tensor<float>(r, Shape{1, 784}, run % 2 ? 0 : -1, run % 2 ? 1 : 2);
+        const Tensor want = m.reference({{"x", x}})[0];
+        float prob[10];
+        mlp_int8::run(*reinterpret_cast<const float(*)[784]>(x.data<float>()), prob,
+                      std::span<std::byte, mlp_int8::arena_bytes>(arena.data()->b, mlp_int8::arena_bytes));
+        REQUIRE(want.numel() == 10);
+        CHECK(std::memcmp(want.data<float>(), prob, sizeof prob) == 0);
+    }
 }

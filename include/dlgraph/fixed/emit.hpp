@@ -20,8 +20,10 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <span>
 #include <sstream>
@@ -32,6 +34,7 @@
 #include "dlgraph/dlgraph.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/kernels/matmul.hpp"
+#include "dlgraph/kernels/quant.hpp"
 #include "dlgraph/ops/reduce.hpp"
 
 namespace dlgraph::fixed {
@@ -45,6 +48,28 @@ struct EmitOptions {
     std::string name = "model";  // the namespace of the model (a C++ identifier)
     std::string source;          // where the program came from, for the header's comment
     std::uint64_t arena_budget = 0;  // bytes; when set, a larger arena is a compile error
+    // INT8 products (--weights int8): every FP32 product of an activation
+    // [m, k] and a 2-D weight [k, n] (`mul`, `matmul` without transposes)
+    // with the weight quantized per output channel and the activation per
+    // tensor, both symmetric, accumulated in int32 (kernels/quant.hpp). The
+    // activations' scales come from `calibration` (a batch for every feed,
+    // run through Session<cpu>); the report compares the INT8 model with the
+    // FP32 one on `evaluation` (the calibration batch when empty), with
+    // `labels` (one class per row of the first fetch) when given.
+    bool int8 = false;
+    std::map<std::string, Tensor> calibration, evaluation;
+    Tensor labels;
+};
+
+// How the INT8 model compares with the FP32 one on the evaluation batch
+// (the first fetch, its last dim the classes).
+struct Int8Report {
+    int products = 0;            // products computed in INT8
+    int float_products = 0;      // products left in floating point (not of the form above)
+    std::int64_t rows = 0;       // rows evaluated
+    std::int64_t same_class = 0; // rows whose largest output is at the same index
+    double max_abs_diff = 0;     // over every output
+    std::int64_t correct_fp32 = -1, correct_int8 = -1;  // with labels
 };
 
 struct EmittedModel {
@@ -55,6 +80,12 @@ struct EmittedModel {
     std::size_t weight_bytes = 0;
     int steps = 0;
     std::vector<std::string> gemm_workspaces;  // per product, the expression of its workspace bytes
+    std::size_t quant_bytes = 0;                 // the INT8 inputs' buffer (after the planned values; kernels::s8_wide)
+    Int8Report int8;                             // with EmitOptions::int8
+    // What the model computes, computed on the host for a batch of every
+    // feed (any number of rows): Session<cpu>, and for INT8 products the
+    // model's kernels. The model gives these bits on the same machine.
+    std::function<std::vector<Tensor>(const std::map<std::string, Tensor>& batch)> reference;
 };
 
 // Returns the weight (a persistable variable) `name`; throws if it has none.
@@ -223,6 +254,253 @@ inline ProgramDesc for_inference(ProgramDesc program, std::span<const std::strin
     return program;
 }
 
+// ---- INT8 products ---------------------------------------------------------------------------
+
+// A product emitted in INT8: z [rows of x, n] = x [.., k] * w [k, n].
+struct quant_product {
+    int step = -1;
+    int x = -1, z = -1;              // values
+    std::string x_name, z_name;
+    std::size_t weight = 0;          // index into the plan's scope_reads
+    int x_col_dims = 1;              // x is [prod(dims[0, x_col_dims)), k]
+    std::int64_t m = 0, n = 0, k = 0;
+    double alpha = 1;
+    float x_inv_scale = 0;           // what the model multiplies x by before rounding
+    std::vector<std::int8_t> wq;     // [n, k]: channel j's weights contiguous
+    std::vector<float> scale;        // [n]: x's scale * channel j's * alpha
+    std::string wq_id, scale_id;     // their arrays in the header
+};
+
+// The steps that become INT8 products: FP32 `mul`, and `matmul` of a rank-2
+// activation without transposes, whose second operand is a 2-D weight.
+// `float_products` counts the other products.
+inline std::vector<quant_product> quant_products(const ExecutionPlan& p, const std::vector<Tensor>& weights,
+                                                 int& float_products) {
+    std::vector<quant_product> r;
+    float_products = 0;
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        const PlannedStep& st = p.steps[s];
+        const std::string type(st.def->type);
+        if (type != "mul" && type != "matmul") continue;
+        const int x = st.ins[st.in_off[0]], y = st.ins[st.in_off[1]], z = st.outs[st.out_off[0]];
+        const auto w = std::find(p.scope_reads.begin(), p.scope_reads.end(), y);
+        const Shape& xs = p.metas[static_cast<std::size_t>(x)].shape;
+        bool ok = p.kernel_dtypes[s] == DataType::FP32 && w != p.scope_reads.end();
+        quant_product q;
+        if (ok) {
+            q.weight = static_cast<std::size_t>(w - p.scope_reads.begin());
+            const Shape& ws = weights[q.weight].shape();
+            if (type == "mul") {
+                q.x_col_dims = static_cast<int>(st.attrs[0].i);
+                ok = ws.rank() == 2 && st.attrs[1].i == 1;
+            } else {
+                ok = ws.rank() == 2 && xs.rank() == 2 && !st.attrs[0].b && !st.attrs[1].b;
+                q.alpha = st.attrs[2].f;
+            }
+            q.m = ops::dim_product(xs, 0, q.x_col_dims);
+            q.k = ws[0];
+            q.n = ws[1];
+            ok = ok && q.k <= kernels::s8_max_depth && q.m * q.k > 0 && q.n > 0;
+        }
+        if (!ok) {
+            ++float_products;
+            continue;
+        }
+        q.step = static_cast<int>(s);
+        q.x = x;
+        q.z = z;
+        q.x_name = p.values[static_cast<std::size_t>(x)].name;
+        q.z_name = p.values[static_cast<std::size_t>(z)].name;
+        r.push_back(std::move(q));
+    }
+    return r;
+}
+
+// The largest |value| of an FP32 tensor; throws on a NaN or an infinity.
+inline double largest_magnitude(const Tensor& t, const std::string& what) {
+    double mx = 0;
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+        const double v = t.data<float>()[i];
+        if (!std::isfinite(v))
+            throw value_error("dlgraph.emit.calibrate", what + " holds " + std::to_string(v) + " on the calibration data");
+        mx = std::max(mx, std::abs(v));
+    }
+    return mx;
+}
+
+// Channel j of w [k, n], quantized: scale max|w[., j]| / 127 (1 for an all-zero channel).
+inline void quantize_weight(quant_product& q, const Tensor& w, const std::string& name) {
+    const float* d = w.data<float>();
+    q.wq.assign(static_cast<std::size_t>(q.n * q.k), 0);
+    q.scale.assign(static_cast<std::size_t>(q.n), 0);
+    const double x_scale = 1.0 / static_cast<double>(q.x_inv_scale);
+    for (std::int64_t j = 0; j < q.n; ++j) {
+        double mx = 0;
+        for (std::int64_t p = 0; p < q.k; ++p) {
+            const double v = d[p * q.n + j];
+            if (!std::isfinite(v))
+                throw value_error("dlgraph.emit.param", "weight '" + name + "' holds " + std::to_string(v));
+            mx = std::max(mx, std::abs(v));
+        }
+        const double ws = mx > 0 ? mx / kernels::s8_max : 1.0;
+        for (std::int64_t p = 0; p < q.k; ++p)
+            q.wq[static_cast<std::size_t>(j * q.k + p)] =
+                static_cast<std::int8_t>(std::lround(std::clamp(d[p * q.n + j] / ws, -127.0, 127.0)));
+        q.scale[static_cast<std::size_t>(j)] = static_cast<float>(x_scale * ws * q.alpha);
+    }
+}
+
+// Sets the plan's weights in a session's scope.
+inline void set_weights(Session<cpu>& s, const ExecutionPlan& p, const std::vector<Tensor>& weights) {
+    for (std::size_t i = 0; i < p.scope_reads.size(); ++i)
+        s.scope().var(p.values[static_cast<std::size_t>(p.scope_reads[i])].name).get_mutable<Tensor>() = weights[i];
+}
+
+// A batch of every feed, cut into the shapes the model is emitted for:
+// chunk c holds rows [c * b, (c + 1) * b) of each feed, b its dim 0 (the
+// program may declare those shapes, so the Session runs exactly them).
+inline std::vector<std::vector<Feed>> chunks_of(const std::map<std::string, Tensor>& batch,
+                                                std::span<const EmitFeed> feeds, const std::string& what) {
+    for (auto& [name, t] : batch)
+        if (std::none_of(feeds.begin(), feeds.end(), [&](const EmitFeed& f) { return f.name == name; }))
+            throw feed_error("dlgraph.emit.calibrate", what + " names '" + name + "', which is not a feed");
+    std::int64_t count = -1;
+    std::vector<const Tensor*> ts;
+    for (const EmitFeed& f : feeds) {
+        const auto it = batch.find(f.name);
+        if (it == batch.end()) throw feed_error("dlgraph.emit.calibrate", what + " has no batch for feed '" + f.name + "'");
+        const Tensor& t = it->second;
+        const Shape& fs = f.shape;
+        const Shape& s = t.shape();
+        bool fits = fs.rank() > 0 && s.rank() == fs.rank() && fs[0] > 0 && s[0] % fs[0] == 0 && s[0] > 0;
+        for (int d = 1; fits && d < s.rank(); ++d) fits = s[d] == fs[d];
+        if (!fits)
+            throw shape_error("dlgraph.emit.calibrate", what + ": feed '" + f.name + "' is " + to_string(s) +
+                                                             ", not rows of the emitted " + to_string(fs) +
+                                                             " (a whole number of them)");
+        const std::int64_t n = s[0] / fs[0];
+        if (count >= 0 && n != count)
+            throw shape_error("dlgraph.emit.calibrate", what + ": the feeds hold different numbers of rows");
+        count = n;
+        ts.push_back(&t);
+    }
+    std::vector<std::vector<Feed>> r(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+    for (std::size_t c = 0; c < r.size(); ++c)
+        for (std::size_t i = 0; i < feeds.size(); ++i) {
+            Tensor part(ts[i]->dtype(), feeds[i].shape);
+            std::memcpy(part.raw(), static_cast<const std::byte*>(ts[i]->raw()) + c * part.bytes(), part.bytes());
+            r[c].emplace_back(feeds[i].name, std::move(part));
+        }
+    return r;
+}
+
+// The model's fetches on a batch, computed on the host as the emitted
+// model computes them: the Session runs everything but the INT8 products,
+// whose results are fed to it, computed with the model's kernels.
+inline std::vector<Tensor> host_outputs(Session<cpu>& s, std::span<const quant_product> qs, std::vector<Feed> feeds,
+                                        std::span<const std::string> fetches) {
+    std::vector<Tensor> results;  // kept alive while fed
+    results.reserve(qs.size());
+    for (const quant_product& q : qs) {
+        const Tensor x = s.eval(std::vector<TargetRef>{TargetRef(q.x_name)}, feeds)[0];
+        const std::int64_t rows = ops::dim_product(x.shape(), 0, q.x_col_dims);
+        std::vector<std::int64_t> zd(x.shape().begin(), x.shape().begin() + q.x_col_dims);
+        zd.push_back(q.n);
+        Tensor z(DataType::FP32, Shape(zd));
+        std::vector<kernels::s8_wide> xq(static_cast<std::size_t>(x.numel()));
+        kernels::quantize_s8(x.data<float>(), x.numel(), q.x_inv_scale, xq.data());
+        kernels::gemm_s8(rows, q.n, q.k, xq.data(), q.wq.data(), q.scale.data(), z.data<float>());
+        results.push_back(std::move(z));
+        feeds.emplace_back(q.z_name, results.back());
+    }
+    return s.eval(std::vector<TargetRef>(fetches.begin(), fetches.end()), feeds);
+}
+
+// The fetches of every chunk, one after another along dim 0 (a fetch of
+// rank 0 or with as many rows in every chunk).
+inline std::vector<Tensor> rows_together(const std::vector<std::vector<Tensor>>& parts) {
+    if (parts.size() == 1) return parts[0];
+    std::vector<Tensor> r;
+    for (std::size_t i = 0; !parts.empty() && i < parts[0].size(); ++i) {
+        const Tensor& first = parts[0][i];
+        std::vector<std::int64_t> d(first.shape().begin(), first.shape().end());
+        if (d.empty()) d.push_back(1);
+        d[0] *= static_cast<std::int64_t>(parts.size());
+        Tensor t(first.dtype(), Shape(d));
+        for (std::size_t c = 0; c < parts.size(); ++c)
+            std::memcpy(static_cast<std::byte*>(t.raw()) + c * first.bytes(), parts[c][i].raw(), first.bytes());
+        r.push_back(std::move(t));
+    }
+    return r;
+}
+
+// Calibrates and quantizes the products, and compares the INT8 model with
+// the FP32 one (EmitOptions::int8).
+inline Int8Report quantize_products(const ProgramDesc& program, const ExecutionPlan& p,
+                                    const std::vector<Tensor>& weights, std::span<const EmitFeed> feeds,
+                                    std::span<const std::string> fetches, const EmitOptions& opts,
+                                    std::vector<quant_product>& qs) {
+    Int8Report rep;
+    qs = quant_products(p, weights, rep.float_products);
+    rep.products = static_cast<int>(qs.size());
+    if (qs.empty()) return rep;
+    if (opts.calibration.empty())
+        throw feed_error("dlgraph.emit.calibrate",
+                         "INT8 weights need calibration data (--calibrate NAME=FILE.npy): a batch of every feed");
+    Session<cpu> s(program);
+    set_weights(s, p, weights);
+    std::vector<TargetRef> xs;
+    for (const quant_product& q : qs) xs.emplace_back(q.x_name);
+    std::vector<double> mx(qs.size(), 0.0);
+    for (const std::vector<Feed>& chunk : chunks_of(opts.calibration, feeds, "the calibration data")) {
+        const std::vector<Tensor> xv = s.eval(xs, chunk);
+        for (std::size_t i = 0; i < qs.size(); ++i)
+            mx[i] = std::max(mx[i], largest_magnitude(xv[i], "'" + qs[i].x_name + "' (the input of " +
+                                                                 p.steps[static_cast<std::size_t>(qs[i].step)].label + ")"));
+    }
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+        quant_product& q = qs[i];
+        if (mx[i] == 0)
+            throw value_error("dlgraph.emit.calibrate", "'" + q.x_name + "' is 0 everywhere on the calibration data: "
+                                                        "no scale for it");
+        q.x_inv_scale = static_cast<float>(kernels::s8_max / mx[i]);
+        quantize_weight(q, weights[q.weight], p.values[static_cast<std::size_t>(p.scope_reads[q.weight])].name);
+    }
+    // The comparison, on the first fetch.
+    const bool labelled = opts.labels.initialized();
+    if (labelled && opts.labels.dtype() != DataType::INT64 && opts.labels.dtype() != DataType::INT32)
+        throw type_error("dlgraph.emit.calibrate", "the labels are " + to_string(opts.labels.dtype()) +
+                                                       ", not INT64 or INT32 classes");
+    if (labelled) rep.correct_fp32 = rep.correct_int8 = 0;
+    const auto& data = opts.evaluation.empty() ? opts.calibration : opts.evaluation;
+    for (const std::vector<Feed>& chunk : chunks_of(data, feeds, opts.evaluation.empty() ? "the calibration data"
+                                                                                         : "the evaluation data")) {
+        const Tensor want = s.eval(std::vector<TargetRef>(fetches.begin(), fetches.begin() + 1), chunk)[0];
+        const Tensor got = host_outputs(s, qs, chunk, fetches.subspan(0, 1))[0];
+        if (want.dtype() != DataType::FP32 || want.shape().rank() == 0 || want.numel() == 0)
+            throw type_error("dlgraph.emit.calibrate", "the first fetch '" + fetches[0] + "' is not FP32 rows of classes");
+        const std::int64_t classes = want.shape()[want.shape().rank() - 1], rows = want.numel() / classes;
+        for (std::int64_t r = 0; r < rows; ++r, ++rep.rows) {
+            const float* a = want.data<float>() + r * classes;
+            const float* b = got.data<float>() + r * classes;
+            for (std::int64_t c = 0; c < classes; ++c)
+                rep.max_abs_diff = std::max(rep.max_abs_diff, std::abs(static_cast<double>(a[c]) - b[c]));
+            const std::int64_t ca = std::max_element(a, a + classes) - a, cb = std::max_element(b, b + classes) - b;
+            rep.same_class += ca == cb;
+            if (!labelled || rep.rows >= opts.labels.numel()) continue;  // a count mismatch is reported below
+            const std::int64_t label = opts.labels.dtype() == DataType::INT64 ? opts.labels.data<std::int64_t>()[rep.rows]
+                                                                             : opts.labels.data<std::int32_t>()[rep.rows];
+            rep.correct_fp32 += ca == label;
+            rep.correct_int8 += cb == label;
+        }
+    }
+    if (labelled && rep.rows != opts.labels.numel())
+        throw shape_error("dlgraph.emit.calibrate", "there are " + std::to_string(opts.labels.numel()) +
+                                                        " labels for " + std::to_string(rep.rows) + " rows of '" +
+                                                        fetches[0] + "'");
+    return rep;
+}
+
 class emitter {
 public:
     emitter(const ExecutionPlan& p, const std::vector<Tensor>& weights, const std::vector<std::string>& weight_ids,
@@ -267,6 +545,8 @@ public:
 
     // Emits step s; returns false when its op has no fixed-model kernel.
     bool step(int s, std::ostream& o);
+    // The products to emit in INT8 (EmitOptions::int8).
+    std::span<const quant_product> quant;
     std::vector<std::string> workspaces;  // per product: its workspace bytes (an expression)
     int next_constant = 0;
 
@@ -327,6 +607,17 @@ inline bool emitter::step(int s, std::ostream& o) {
     const std::string T = cpp_type(dt);
     const bool fp = dt == DataType::FP32 || dt == DataType::FP64;
     auto attr = [&](int k) -> const Attribute& { return st.attrs[static_cast<std::size_t>(k)]; };
+    for (const quant_product& q : quant) {
+        if (q.step != s) continue;
+        // x quantized into the arena's INT8 buffer, then the INT8 product.
+        const std::string xq = "reinterpret_cast<dlgraph::kernels::s8_wide*>(a + quant_offset)";
+        o << "    // " << comment_text(st.label) << " (INT8)\n";
+        o << "    dlgraph::kernels::quantize_s8(" << ptr(q.x) << ", " << q.m * q.k << ", " << literal(q.x_inv_scale)
+          << ", " << xq << ");\n";
+        o << "    dlgraph::kernels::gemm_s8(" << q.m << ", " << q.n << ", " << q.k << ", " << xq << ", w::" << q.wq_id
+          << ", w::" << q.scale_id << ", " << ptr(q.z) << ");\n";
+        return true;
+    }
     o << "    // " << comment_text(st.label) << "\n";
 
     if (const char* f = binary_functor(type)) {
@@ -630,7 +921,7 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     // Names run() and the namespace declare themselves.
     std::set<std::string> used{"a", "ws", "arena", "w", "run", "run_erased", "model", "arena_bytes", "planned_bytes",
                                "workspace_bytes", "workspace_offset", "lower_bound_bytes", "session_arena_bytes",
-                               "weight_bytes", "feed_count", "fetch_count", "feed_names", "fetch_names", "feed_sizes",
+                               "weight_bytes", "quant_bytes", "quant_offset", "feed_count", "fetch_count", "feed_names", "fetch_names", "feed_sizes",
                                "fetch_sizes", "std", "dlgraph", opts.name};
     auto unique_ident = [&](const std::string& name) { return unused_name(used, identifier(name)); };
     std::vector<std::string> feed_params, fetch_params;
@@ -665,7 +956,29 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     for (int v : p.scope_reads) {
         weight_ids.push_back(unused_name(weight_used, identifier(p.values[static_cast<std::size_t>(v)].name)));
     }
+    // INT8 products; a weight only they read is held in INT8 alone.
+    std::vector<quant_product> quant;
+    Int8Report int8_report;
+    if (opts.int8) int8_report = quantize_products(program, p, weights, feeds, fetches, opts, quant);
+    std::vector<bool> float_weight(weights.size(), quant.empty());
+    for (std::size_t s = 0; s < p.steps.size() && !quant.empty(); ++s) {
+        const bool quantized = std::any_of(quant.begin(), quant.end(), [&](auto& q) { return q.step == int(s); });
+        for (int v : p.steps[s].ins)
+            if (const auto w = std::find(p.scope_reads.begin(), p.scope_reads.end(), v);
+                w != p.scope_reads.end() && !quantized)
+                float_weight[static_cast<std::size_t>(w - p.scope_reads.begin())] = true;
+    }
+    for (int v : p.target_values)
+        if (const auto w = std::find(p.scope_reads.begin(), p.scope_reads.end(), v); w != p.scope_reads.end())
+            float_weight[static_cast<std::size_t>(w - p.scope_reads.begin())] = true;
+    std::size_t quant_bytes = 0;
+    for (quant_product& q : quant) {
+        q.wq_id = unused_name(weight_used, weight_ids[q.weight] + "_q");
+        q.scale_id = unused_name(weight_used, weight_ids[q.weight] + "_scale");
+        quant_bytes = std::max(quant_bytes, static_cast<std::size_t>(q.m * q.k) * sizeof(kernels::s8_wide));
+    }
     emitter em(p, weights, weight_ids, feed_params, fetch_params, used);
+    em.quant = quant;
     std::ostringstream body;
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         if (s > 0) body << "    dlgraph::fixed::step_boundary();\n";
@@ -689,6 +1002,26 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     r.lower_bound = arena_lower_bound(p);
     r.steps = static_cast<int>(p.steps.size());
     r.gemm_workspaces = em.workspaces;
+    r.quant_bytes = quant_bytes;
+    r.int8 = int8_report;
+    struct reference_state {
+        explicit reference_state(const ProgramDesc& program) : session(program) {}
+        Session<cpu> session;
+        std::vector<quant_product> quant;
+        std::vector<EmitFeed> feeds;
+        std::vector<std::string> fetches;
+    };
+    auto state = std::make_shared<reference_state>(program);
+    set_weights(state->session, p, weights);
+    state->quant = quant;
+    state->feeds.assign(feeds.begin(), feeds.end());
+    state->fetches.assign(fetches.begin(), fetches.end());
+    r.reference = [state](const std::map<std::string, Tensor>& batch) {
+        std::vector<std::vector<Tensor>> parts;
+        for (const std::vector<Feed>& chunk : chunks_of(batch, state->feeds, "the batch"))
+            parts.push_back(host_outputs(state->session, state->quant, chunk, state->fetches));
+        return rows_together(parts);
+    };
 
     std::ostringstream h;
     h << "// A fixed model written by dlgraph emit" << (opts.source.empty() ? "" : " from " + comment_text(opts.source))
@@ -708,6 +1041,7 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     // Weights.
     h << "namespace w {\n";
     for (std::size_t i = 0; i < p.scope_reads.size(); ++i) {
+        if (!float_weight[i]) continue;
         const Tensor& t = weights[i];
         const std::string& name = p.values[static_cast<std::size_t>(p.scope_reads[i])].name;
         const std::string T = cpp_type(t.dtype());
@@ -727,6 +1061,18 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
         });
         h << "\n};\n";
     }
+    for (const quant_product& q : quant) {
+        const std::string& name = p.values[static_cast<std::size_t>(p.scope_reads[q.weight])].name;
+        r.weight_bytes += q.wq.size() + sizeof(float) * q.scale.size();
+        h << "// " << comment_text(name) << " in INT8, [" << q.n << ", " << q.k
+          << "] (each output channel's weights contiguous), and per channel the scale of its products\n";
+        h << "alignas(64) inline constexpr std::int8_t " << q.wq_id << "[" << q.wq.size() << "] = {";
+        for (std::size_t k = 0; k < q.wq.size(); ++k) h << (k % 16 ? " " : "\n    ") << int(q.wq[k]) << ",";
+        h << "\n};\n";
+        h << "alignas(64) inline constexpr float " << q.scale_id << "[" << q.scale.size() << "] = {";
+        for (std::size_t k = 0; k < q.scale.size(); ++k) h << (k % 8 ? " " : "\n    ") << literal(q.scale[k]) << ",";
+        h << "\n};\n";
+    }
     h << "}  // namespace w\n\n";
 
     // Sizes.
@@ -738,10 +1084,19 @@ inline EmittedModel emit(const ProgramDesc& program_in, std::span<const EmitFeed
     h << "inline constexpr std::size_t planned_bytes = " << r.planned_arena_bytes << ";\n";
     h << "inline constexpr std::size_t lower_bound_bytes = " << r.lower_bound << ";\n";
     h << "inline constexpr std::size_t session_arena_bytes = " << r.session_arena_bytes << ";\n";
-    h << "// The arena run() takes, 64-byte aligned (alignas(64)): the planned values,\n"
-         "// then the workspace at the next 64-byte boundary.\n"
-         "inline constexpr std::size_t workspace_offset = (planned_bytes + 63) / 64 * 64;\n"
-         "inline constexpr std::size_t arena_bytes = workspace_bytes ? workspace_offset + workspace_bytes : planned_bytes;\n";
+    if (quant.empty())
+        h << "// The arena run() takes, 64-byte aligned (alignas(64)): the planned values,\n"
+             "// then the workspace at the next 64-byte boundary.\n"
+             "inline constexpr std::size_t workspace_offset = (planned_bytes + 63) / 64 * 64;\n"
+             "inline constexpr std::size_t arena_bytes = workspace_bytes ? workspace_offset + workspace_bytes : planned_bytes;\n";
+    else
+        h << "// The arena run() takes, 64-byte aligned (alignas(64)): the planned values,\n"
+             "// the INT8 products' quantized inputs, then the workspace, each at a 64-byte boundary.\n"
+             "inline constexpr std::size_t quant_bytes = " << quant_bytes << ";\n"
+             "inline constexpr std::size_t quant_offset = (planned_bytes + 63) / 64 * 64;\n"
+             "inline constexpr std::size_t workspace_offset = (quant_offset + quant_bytes + 63) / 64 * 64;\n"
+             "inline constexpr std::size_t arena_bytes =\n"
+             "    workspace_bytes ? workspace_offset + workspace_bytes : quant_offset + quant_bytes;\n";
     h << "inline constexpr std::size_t weight_bytes = " << r.weight_bytes << ";\n";
     if (opts.arena_budget)
         h << "static_assert(dlgraph::fixed::arena_within_budget<arena_bytes, " << opts.arena_budget << ">::value);\n";

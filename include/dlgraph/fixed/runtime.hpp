@@ -16,6 +16,7 @@
 #include "dlgraph/kernels/config.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/kernels/gemm.hpp"
+#include "dlgraph/kernels/quant.hpp"
 #include "dlgraph/kernels/reduce.hpp"
 #include "dlgraph/kernels/shape.hpp"
 #include "dlgraph/kernels/softmax.hpp"
