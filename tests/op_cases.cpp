@@ -1163,6 +1163,111 @@ void chain_cases(case_list& out) {
     }
 }
 
+// ---- window ops: conv2d, pool2d, flatten_contiguous_range ------------------------------------------
+
+Attribute a_str(const char* n, std::string v) { return Attribute::make_string(n, std::move(v)); }
+
+void window_cases(case_list& out) {
+    struct conv_v {
+        const char* name;
+        Shape x, f;
+        std::vector<Attribute> at;
+    };
+    const std::vector<conv_v> convs = {
+        {"3x3_7x6", {2, 3, 7, 6}, {4, 3, 3, 3}, {}},
+        {"stride2_pad1", {2, 3, 9, 7}, {5, 3, 3, 3}, {a_ints("strides", {2, 2}), a_ints("paddings", {1, 1})}},
+        {"pad4_dilation2", {1, 2, 10, 9}, {3, 2, 3, 3},
+         {a_ints("paddings", {0, 2, 1, 3}), a_ints("dilations", {2, 2})}},
+        {"same_stride2", {1, 2, 7, 8}, {3, 2, 3, 4}, {a_ints("strides", {2, 2}), a_str("padding_algorithm", "SAME")}},
+        {"groups2", {2, 4, 6, 5}, {6, 2, 3, 3}, {a_int("groups", 2), a_ints("paddings", {1, 1})}},
+        {"1x1", {2, 16, 5, 5}, {8, 16, 1, 1}, {}},
+        {"large_32ch_28x28", {4, 16, 28, 28}, {32, 16, 3, 3}, {a_ints("paddings", {1, 1})}},
+    };
+    std::size_t k = 0;
+    for (const conv_v& v : convs) {
+        const DataType t = k++ % 2 ? FP64 : FP32;
+        case_builder cb(case_name("conv2d", t, v.name));
+        cb.in("x", t, v.x, uni(-1, 1)).in("f", t, v.f, uni(-1, 1));
+        cb.op("conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", {"out"}}}, v.at);
+        out.push_back(cb.done());
+        for (int want = 0; want < 3; ++want) {  // both gradients, Input's, Filter's
+            const DataType tg = want == 1 ? (t == FP32 ? FP64 : FP32) : t;
+            case_builder g(case_name("conv2d_grad", tg, std::string(v.name) + (want == 0 ? "" : want == 1 ? "_input" : "_filter")));
+            const Shape os = forward_shape("conv2d", tg, {{"Input", v.x}, {"Filter", v.f}}, v.at, "Output");
+            g.in("x", tg, v.x, uni(-1, 1)).in("f", tg, v.f, uni(-1, 1)).in("out@GRAD", tg, os, uni(-1, 1));
+            slots outs;
+            if (want != 2) outs.push_back({"Input@GRAD", {"x@GRAD"}});
+            if (want != 1) outs.push_back({"Filter@GRAD", {"f@GRAD"}});
+            g.op("conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"out@GRAD"}}}, outs, v.at);
+            out.push_back(g.done());
+        }
+    }
+    for (DataType t : {FP32, FP64}) {
+        const std::vector<Attribute> at{a_int("groups", 3), a_ints("paddings", {1, 1}), a_ints("strides", {2, 1})};
+        case_builder cb(case_name("depthwise_conv2d", t, "3ch_x2"));
+        cb.in("x", t, {2, 3, 7, 6}, uni(-1, 1)).in("f", t, {6, 1, 3, 3}, uni(-1, 1));
+        cb.op("depthwise_conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", {"out"}}}, at);
+        out.push_back(cb.done());
+        case_builder g(case_name("depthwise_conv2d_grad", t, "3ch_x2"));
+        const Shape os = forward_shape("depthwise_conv2d", t, {{"Input", {2, 3, 7, 6}}, {"Filter", {6, 1, 3, 3}}}, at, "Output");
+        g.in("x", t, {2, 3, 7, 6}, uni(-1, 1)).in("f", t, {6, 1, 3, 3}, uni(-1, 1)).in("out@GRAD", t, os, uni(-1, 1));
+        g.op("depthwise_conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"out@GRAD"}}},
+             {{"Input@GRAD", {"x@GRAD"}}, {"Filter@GRAD", {"f@GRAD"}}}, at);
+        out.push_back(g.done());
+    }
+
+    struct pool_v {
+        const char* name;
+        Shape x;
+        std::vector<Attribute> at;
+    };
+    const std::vector<pool_v> pools = {
+        {"2x2_stride2", {2, 3, 8, 6}, {a_ints("ksize", {2, 2}), a_ints("strides", {2, 2})}},
+        {"3x3_stride2_pad1", {2, 2, 7, 7}, {a_ints("ksize", {3, 3}), a_ints("strides", {2, 2}), a_ints("paddings", {1, 1})}},
+        {"ceil_not_exclusive", {1, 2, 8, 7},
+         {a_ints("ksize", {3, 3}), a_ints("strides", {2, 2}), a_ints("paddings", {1, 1}), a_bool("ceil_mode", true),
+          a_bool("exclusive", false)}},
+        {"global", {2, 3, 5, 4}, {a_ints("ksize", {1, 1}), a_bool("global_pooling", true)}},
+        {"adaptive_3x2", {1, 2, 7, 5}, {a_ints("ksize", {3, 2}), a_bool("adaptive", true)}},
+    };
+    k = 0;
+    for (const pool_v& v : pools)
+        for (const char* type : {"max", "avg"}) {
+            const DataType t = (k++ / 2 + (std::string(type) == "avg")) % 2 ? FP64 : FP32;  // each type in both
+            std::vector<Attribute> at = v.at;
+            at.push_back(a_str("pooling_type", type));
+            case_builder cb(case_name("pool2d", t, std::string(type) + "_" + v.name));
+            cb.in("x", t, v.x, uni(-1, 1)).op("pool2d", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            // The gradient. A max routes each output's gradient to the first
+            // input equal to Out: small integers make such ties common.
+            case_builder g(case_name("pool2d_grad", t, std::string(type) + "_" + v.name));
+            const Shape os = forward_shape("pool2d", t, {{"X", v.x}}, at, "Out");
+            g.in("x", t, v.x, ints(-2, 2)).in("out", t, os, ints(-2, 2)).in("out@GRAD", t, os, uni(-1, 1));
+            g.op("pool2d_grad", {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+
+    const Shape flat_shapes[] = {{2, 3, 4}, {5, 2, 2}, {2, 3, 4, 5}, {6, 1, 2}, {3, 3, 3}, {2, 2, 2, 2}, {0, 4, 2}};
+    for (std::size_t i = 0; i < std::size(all_dtypes); ++i) {
+        const DataType t = all_dtypes[i];
+        const Shape& xs = flat_shapes[i];
+        const std::vector<Attribute> at{a_int("start_axis", i % 2 ? 0 : 1), a_int("stop_axis", -1)};
+        case_builder cb(case_name("flatten_contiguous_range", t, "shape_" + std::to_string(i)));
+        cb.in("x", t, xs, values_for(t)).op("flatten_contiguous_range", {{"X", {"x"}}},
+                                            {{"Out", {"out"}}, {"XShape", {"xshape"}}}, at);
+        out.push_back(cb.done());
+        case_builder g(case_name("flatten_contiguous_range_grad", t, "shape_" + std::to_string(i)));
+        const Shape os = forward_shape("flatten_contiguous_range", t, {{"X", xs}}, at, "Out");
+        std::vector<std::int64_t> xshape{0};
+        for (int d = 0; d < xs.rank(); ++d) xshape.push_back(xs[d]);
+        g.in("xshape", t, Shape(xshape), values_for(t)).in("out@GRAD", t, os, values_for(t));
+        g.op("flatten_contiguous_range_grad", {{"XShape", {"xshape"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}},
+             at);
+        out.push_back(g.done());
+    }
+}
+
 }  // namespace
 
 std::vector<op_case> all_op_cases() {
@@ -1184,6 +1289,7 @@ std::vector<op_case> all_op_cases() {
     eval_op_cases(out);
     optimizer_cases(out);
     chain_cases(out);
+    window_cases(out);
     return out;
 }
 

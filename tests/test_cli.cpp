@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -135,6 +136,34 @@ TEST_CASE("cli: run evaluates fetches on .npy feeds and writes .npy results" * d
     REQUIRE(std::system(cmd.c_str()) == 0);
     check_close(read_npy(n.dir.file("fc.w%400.npy")), fp32({3}, {0.5f, 0.5f, 0.5f}));
     CHECK_FALSE(fs::exists(n.dir.file("fc.w%400.npy.tmp")));
+}
+
+TEST_CASE("cli: run evaluates a convolutional program (conv2d, pool2d, flatten_contiguous_range)" * doctest::skip(no_cli)) {
+    CliTempDir dir;
+    Program p;
+    auto x = p.input<float>("x", {-1, 1, 6, 6});
+    auto f = p.parameter<float>("conv.w", {3, 1, 3, 3}, init::uniform(-1, 1, 3));
+    auto w = p.parameter<float>("fc.w", {12, 2}, init::uniform(-1, 1, 4));
+    auto h = pool2d(relu(conv2d(x, f, {{1, 1}, {1, 1}})), {"avg", {3, 3}, {3, 3}});  // [N, 3, 2, 2]
+    auto y = p.rename(matmul(flatten(h), w), "y");
+    const std::string program = dir.file("cnn.json"), params = dir.file("params"), xf = dir.file("x.npy");
+    write_file_bytes(program, p.to_json());
+    Session<cpu> s(p);
+    fs::create_directories(params);
+    const std::vector<Tensor> weights = s.eval(std::vector<TargetRef>{f, w}, std::vector<Feed>{});
+    write_npy((fs::path(params) / "conv.w.npy").string(), weights[0]);
+    write_npy((fs::path(params) / "fc.w.npy").string(), weights[1]);
+    Tensor xt(DataType::FP32, {2, 1, 6, 6});
+    for (int i = 0; i < 72; ++i) xt.data<float>()[i] = static_cast<float>((i * 37) % 17) / 8.0f - 1.0f;
+    write_npy(xf, xt);
+    auto r = run_cli(dir, "run " + q(program) + " --params " + q(params) + " --feed x=" + q(xf) + " --fetch y --out " +
+                              q(dir.file("out")));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    const Tensor got = read_npy(dir.file("out/y.npy"));
+    const Tensor want = s.eval(std::vector<TargetRef>{y}, std::vector<Feed>{{"x", xt}})[0];
+    REQUIRE(got.shape() == Shape{2, 2});
+    CHECK(std::memcmp(got.raw(), want.raw(), want.bytes()) == 0);
 }
 
 TEST_CASE("cli: run --params loads persistables from DIR/<escaped name>.npy" * doctest::skip(no_cli)) {

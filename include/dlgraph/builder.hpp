@@ -389,6 +389,92 @@ DLGRAPH_REDUCE(reduce_mean)
 DLGRAPH_REDUCE(reduce_max)
 #undef DLGRAPH_REDUCE
 
+// ---- convolutional networks ------------------------------------------------------------------
+//
+// NCHW. Paddings are [h, w] or [top, bottom, left, right]; padding_algorithm
+// EXPLICIT (the paddings), SAME (ceil(in / stride) outputs) or VALID (none).
+
+struct Conv2d {
+    std::vector<std::int64_t> strides{1, 1};
+    std::vector<std::int64_t> paddings{0, 0};
+    std::vector<std::int64_t> dilations{1, 1};
+    std::int64_t groups = 1;
+    std::string padding_algorithm = "EXPLICIT";
+};
+
+namespace detail {
+template <element_type T> Var<T> conv(const char* type, const Var<T>& x, const Var<T>& filter, const Conv2d& o) {
+    auto st = same_program(type, x, filter);
+    return unary_out<T>(type, st, {{"Input", {x.name()}}, {"Filter", {filter.name()}}},
+                        {Attribute::make_ints("strides", o.strides), Attribute::make_ints("paddings", o.paddings),
+                         Attribute::make_string("padding_algorithm", o.padding_algorithm),
+                         Attribute::make_int("groups", o.groups), Attribute::make_ints("dilations", o.dilations),
+                         Attribute::make_string("data_format", "NCHW")},
+                        "Output");
+}
+}  // namespace detail
+
+// x [N, C, H, W] (*) filter [M, C / groups, kh, kw] -> [N, M, oh, ow].
+template <element_type T> Var<T> conv2d(const Var<T>& x, const Var<T>& filter, const Conv2d& o = {}) {
+    return detail::conv("conv2d", x, filter, o);
+}
+// Each of x's C channels with its own filters ([M, 1, kh, kw], M a multiple
+// of C); o.groups is set to C.
+template <element_type T> Var<T> depthwise_conv2d(const Var<T>& x, const Var<T>& filter, Conv2d o = {}) {
+    o.groups = x.shape().rank() == 4 && x.shape()[1] > 0 ? x.shape()[1] : o.groups;
+    return detail::conv("depthwise_conv2d", x, filter, o);
+}
+
+struct Pool2d {
+    std::string pooling_type = "max";  // or "avg"
+    std::vector<std::int64_t> ksize{2, 2};
+    std::vector<std::int64_t> strides{1, 1};
+    std::vector<std::int64_t> paddings{0, 0};
+    bool global_pooling = false;  // one output per channel
+    bool exclusive = true;        // avg: divide by the window's part inside the input
+    bool adaptive = false;        // ksize is the output's size
+    bool ceil_mode = false;       // output sizes rounded up
+    std::string padding_algorithm = "EXPLICIT";
+};
+
+template <element_type T> Var<T> pool2d(const Var<T>& x, const Pool2d& o) {
+    return detail::unary_out<T>(
+        "pool2d", detail::state_of(x), {{"X", {x.name()}}},
+        {Attribute::make_string("pooling_type", o.pooling_type), Attribute::make_ints("ksize", o.ksize),
+         Attribute::make_bool("global_pooling", o.global_pooling), Attribute::make_ints("strides", o.strides),
+         Attribute::make_ints("paddings", o.paddings), Attribute::make_bool("exclusive", o.exclusive),
+         Attribute::make_bool("adaptive", o.adaptive), Attribute::make_bool("ceil_mode", o.ceil_mode),
+         Attribute::make_string("data_format", "NCHW"), Attribute::make_string("padding_algorithm", o.padding_algorithm)});
+}
+// The max of each k x k window, stride `stride` (default k).
+template <element_type T> Var<T> max_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0) {
+    Pool2d o;
+    o.ksize = {k, k};
+    o.strides = {stride ? stride : k, stride ? stride : k};
+    o.paddings = {padding, padding};
+    return pool2d(x, o);
+}
+template <element_type T> Var<T> avg_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0) {
+    Pool2d o;
+    o.pooling_type = "avg";
+    o.ksize = {k, k};
+    o.strides = {stride ? stride : k, stride ? stride : k};
+    o.paddings = {padding, padding};
+    return pool2d(x, o);
+}
+
+// x with dims start_axis..stop_axis merged into one ([N, C, H, W] -> [N, C*H*W]
+// by default). Also writes XShape, which its gradient reads.
+template <element_type T> Var<T> flatten(const Var<T>& x, int start_axis = 1, int stop_axis = -1) {
+    auto st = detail::state_of(x);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    int idx = p.append("flatten_contiguous_range", {{"X", {x.name()}}}, {{"Out", 1}, {"XShape", 1}},
+                       {Attribute::make_int("start_axis", start_axis), Attribute::make_int("stop_axis", stop_axis)},
+                       &names);
+    return Var<T>(st, names[0][0], idx);
+}
+
 // ---- shape ops --------------------------------------------------------------------------------
 
 template <element_type T> Var<T> reshape(const Var<T>& x, std::vector<std::int64_t> shape) {

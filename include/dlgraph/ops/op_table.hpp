@@ -28,7 +28,9 @@
     X(relu_grad) X(sigmoid_grad) X(tanh_grad) X(exp_grad) X(log_grad) X(sqrt_grad) X(abs_grad) X(square_grad) \
     X(elementwise_add_grad) X(elementwise_sub_grad) X(elementwise_mul_grad) X(elementwise_div_grad)             \
     X(elementwise_max_grad) X(elementwise_min_grad) X(elementwise_pow_grad) X(mean_grad) X(reduce_sum_grad)    \
-    X(reduce_mean_grad) X(reduce_max_grad) X(sgd) X(momentum) X(adam) X(memcpy_h2d) X(memcpy_d2h)
+    X(reduce_mean_grad) X(reduce_max_grad) X(sgd) X(momentum) X(adam) X(memcpy_h2d) X(memcpy_d2h)             \
+    X(conv2d) X(depthwise_conv2d) X(conv2d_grad) X(depthwise_conv2d_grad) X(pool2d) X(pool2d_grad)             \
+    X(flatten_contiguous_range) X(flatten_contiguous_range_grad)
 
 namespace dlgraph {
 

@@ -1,0 +1,181 @@
+// The CPU kernels of the window ops (ops/conv.hpp). A convolution is a GEMM
+// per image and group over the image's column matrix (kernels::im2col, in a
+// thread's workspace that grows once and is kept), skipped for a 1x1
+// window with stride 1 and no padding; its gradients are the two other
+// products, the input's through col2im. Pooling runs the kernel core on
+// each channel of each image, the channels split over the thread pool.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "dlgraph/cpu/gemm.hpp"
+#include "dlgraph/cpu/shape_ops.hpp"
+#include "dlgraph/kernels/conv.hpp"
+#include "dlgraph/kernels/shape.hpp"
+#include "dlgraph/op.hpp"
+#include "dlgraph/ops/conv.hpp"
+#include "dlgraph/thread_pool.hpp"
+
+namespace dlgraph::cpu_ops {
+
+// A thread's column matrix, grown on demand and kept (not the GEMM's
+// packing workspace: the product that reads the columns packs into that).
+template <class T> inline gemm_detail::workspace<T>& column_workspace() {
+    static thread_local gemm_detail::workspace<T> ws;
+    return ws;
+}
+
+// The products of a convolution: per image and group, Output_g [mg, ohw] =
+// Filter_g [mg, kk] x col [kk, ohw], kk = channels per group * kh * kw.
+struct conv_products {
+    kernels::window2d win;  // one group's channels of one image
+    std::int64_t images = 0, groups = 1, mg = 0, kk = 0, ohw = 0;
+    std::int64_t in_image = 0, out_image = 0;  // elements of one image of Input and Output
+
+    conv_products(const Attribute* a, const Shape& x, const Shape& f) {
+        const auto [h, w] = ops::conv2d_op::axes(a, x, f);
+        groups = a[ops::conv2d_op::groups].i;
+        win = ops::window_of(x[1] / groups, h, w);
+        images = x[0];
+        mg = f[0] / groups;
+        kk = win.col_rows();
+        ohw = win.col_cols();
+        in_image = x[1] * x[2] * x[3];
+        out_image = f[0] * ohw;
+    }
+    std::int64_t in_group() const { return win.c * win.h * win.w; }
+    // The column matrix of image n's group g: x itself for a 1x1 window, else
+    // im2col into ws.
+    template <class T> const T* columns(const T* x, std::int64_t n, std::int64_t g, T* ws) const {
+        const T* image = x + n * in_image + g * in_group();
+        if (win.identity()) return image;
+        kernels::im2col(win, image, ws);
+        return ws;
+    }
+    // Group g's filters [mg, kk]; image n's group g of the output [mg, ohw].
+    template <class T> T* filter(T* f, std::int64_t g) const { return f + g * mg * kk; }
+    template <class T> T* output(T* y, std::int64_t n, std::int64_t g) const { return y + n * out_image + g * mg * ohw; }
+    template <class T> T* workspace() const {
+        return win.identity() ? nullptr : column_workspace<T>().get(kk * ohw);
+    }
+};
+
+struct conv2d_op : ops::conv2d_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const conv_products p(c.attrs, c.in(Input).shape(), c.in(Filter).shape());
+        const T* x = c.in(Input).data<T>();
+        T* const ws = p.workspace<T>();
+        T* y = c.out(0).data<T>();
+        for (std::int64_t n = 0; n < p.images; ++n)
+            for (std::int64_t g = 0; g < p.groups; ++g)
+                gemm<T>(false, false, p.mg, p.ohw, p.kk, T(1), p.filter(c.in(Filter).data<T>(), g), p.kk,
+                        p.columns(x, n, g, ws), p.ohw, false, p.output(y, n, g), p.ohw);
+    }
+};
+
+// Input@GRAD_g = col2im(Filter_g^T x Output@GRAD_g); Filter@GRAD_g = sum
+// over images of Output@GRAD_g x col^T.
+struct conv2d_grad_op : ops::conv2d_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(Input);
+        const conv_products p(c.attrs, x.shape(), c.in(Filter).shape());
+        T* const ws = p.workspace<T>();
+        const T* dy = c.in(DOutput).data<T>();
+        if (c.out_count(DInput)) {
+            T* dx = c.out(DInput).data<T>();
+            if (!p.win.identity()) std::fill(dx, dx + x.numel(), T(0));
+            for (std::int64_t n = 0; n < p.images; ++n)
+                for (std::int64_t g = 0; g < p.groups; ++g) {
+                    T* image = dx + n * p.in_image + g * p.in_group();
+                    gemm<T>(true, false, p.kk, p.ohw, p.mg, T(1), p.filter(c.in(Filter).data<T>(), g), p.kk,
+                            p.output(dy, n, g), p.ohw, false, p.win.identity() ? image : ws, p.ohw);
+                    if (!p.win.identity()) kernels::col2im_add(p.win, ws, image);
+                }
+        }
+        if (c.out_count(DFilter)) {
+            T* df = c.out(DFilter).data<T>();
+            if (p.images == 0) std::fill(df, df + c.in(Filter).numel(), T(0));
+            for (std::int64_t n = 0; n < p.images; ++n)
+                for (std::int64_t g = 0; g < p.groups; ++g)
+                    gemm<T>(false, true, p.mg, p.kk, p.ohw, T(1), p.output(dy, n, g), p.ohw,
+                            p.columns(x.data<T>(), n, g, ws), p.ohw, n > 0, p.filter(df, g), p.kk);
+        }
+    }
+};
+
+// ---- pool2d ----------------------------------------------------------------------------------
+
+// Runs f(plane) for every channel of every image, split over the pool.
+template <class F> void for_each_plane(std::int64_t planes, std::int64_t plane_work, F f) {
+    const std::int64_t work = planes * plane_work;
+    const int tasks = static_cast<int>(std::clamp<std::int64_t>(work / (1 << 15), 1, std::min<std::int64_t>(planes, 64)));
+    parallel_for(tasks, [&](int t) {
+        for (std::int64_t i = planes * t / tasks, e = planes * (t + 1) / tasks; i < e; ++i) f(i);
+    });
+}
+
+struct pool2d_op : ops::pool2d_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const auto [h, w] = axes(c.attrs, x.shape());
+        const kernels::window2d g = ops::window_of(1, h, w);
+        const bool is_max = c.attr(pooling_type).s == "max", adapt = c.attr(adaptive).b, excl = c.attr(exclusive).b;
+        const T* xp = x.data<T>();
+        T* y = c.out(0).data<T>();
+        const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+        for_each_plane(x.shape()[0] * x.shape()[1], out_plane * g.kh * g.kw, [&](std::int64_t i) {
+            if (is_max) kernels::max_pool2d(g, adapt, xp + i * in_plane, y + i * out_plane);
+            else kernels::avg_pool2d(g, adapt, excl, xp + i * in_plane, y + i * out_plane);
+        });
+    }
+};
+
+struct pool2d_grad_op : ops::pool2d_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const auto [h, w] = ops::pool2d_op::axes(c.attrs, x.shape());
+        const kernels::window2d g = ops::window_of(1, h, w);
+        const bool is_max = c.attr(ops::pool2d_op::pooling_type).s == "max";
+        const bool adapt = c.attr(ops::pool2d_op::adaptive).b, excl = c.attr(ops::pool2d_op::exclusive).b;
+        const T* xp = x.data<T>();
+        const T* yp = c.in(Out).data<T>();
+        const T* dy = c.in(DOut).data<T>();
+        T* dx = c.out(0).data<T>();
+        const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+        for_each_plane(x.shape()[0] * x.shape()[1], out_plane * g.kh * g.kw, [&](std::int64_t i) {
+            T* d = dx + i * in_plane;
+            std::fill(d, d + in_plane, T(0));
+            if (is_max) kernels::max_pool2d_grad(g, adapt, xp + i * in_plane, yp + i * out_plane, dy + i * out_plane, d);
+            else kernels::avg_pool2d_grad(g, adapt, excl, dy + i * out_plane, d);
+        });
+    }
+};
+
+// ---- flatten_contiguous_range --------------------------------------------------------------------
+
+struct flatten_contiguous_range_op : ops::flatten_contiguous_range_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::copy_elements(c.in(X).data<T>(), c.in(X).numel(), c.out(Out).data<T>());
+    }
+};
+struct flatten_contiguous_range_grad_op : ops::flatten_contiguous_range_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::copy_elements(c.in(DOut).data<T>(), c.in(DOut).numel(), c.out(0).data<T>());
+    }
+};
+
+// ---- the kernel tables ---------------------------------------------------------------
+
+inline void conv2d_kernels(OpDef& d) { d.kernels = cpu_kernels<conv2d_op, float, double>(); }
+inline void depthwise_conv2d_kernels(OpDef& d) { d.kernels = cpu_kernels<conv2d_op, float, double>(); }
+inline void conv2d_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<conv2d_grad_op, float, double>(); }
+inline void depthwise_conv2d_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<conv2d_grad_op, float, double>(); }
+inline void pool2d_kernels(OpDef& d) { d.kernels = cpu_kernels<pool2d_op, float, double>(); }
+inline void pool2d_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<pool2d_grad_op, float, double>(); }
+inline void flatten_contiguous_range_kernels(OpDef& d) { d.kernels = copy_kernels<flatten_contiguous_range_op>(); }
+inline void flatten_contiguous_range_grad_kernels(OpDef& d) {
+    d.kernels = copy_kernels<flatten_contiguous_range_grad_op>();
+}
+
+}  // namespace dlgraph::cpu_ops

@@ -1,0 +1,211 @@
+// Windows over NCHW images, the kernel core of ops/conv.hpp: a convolution's
+// geometry, the column matrix that turns it into a GEMM (im2col) and its
+// adjoint (col2im, for the input's gradient), and 2-D pooling (max and
+// average, with its gradients). One image's channels at a time: the caller
+// walks the batch and the groups and runs the products.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "dlgraph/kernels/config.hpp"
+
+namespace dlgraph::kernels {
+
+// Where a window of an output position reads: output row y reads input
+// rows y * sh - pt + i * dh for i < kh (likewise for columns); positions
+// outside the input are the padding.
+struct window2d {
+    std::int64_t c = 0, h = 0, w = 0;  // channels (of one group), input height and width
+    std::int64_t kh = 1, kw = 1;       // the window
+    std::int64_t oh = 0, ow = 0;       // the output
+    std::int64_t sh = 1, sw = 1;       // strides
+    std::int64_t pt = 0, pl = 0;       // padding before the first row and column
+    std::int64_t pb = 0, pr = 0;       // and after the last (pooling's divisor counts it)
+    std::int64_t dh = 1, dw = 1;       // dilations
+    // The column matrix's rows (c * kh * kw) and columns (oh * ow).
+    constexpr std::int64_t col_rows() const noexcept { return c * kh * kw; }
+    constexpr std::int64_t col_cols() const noexcept { return oh * ow; }
+    // A 1x1 window with stride 1 and no padding reads the image as it is.
+    constexpr bool identity() const noexcept {
+        return kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w;
+    }
+};
+
+namespace conv_detail {
+
+// floor(a / b) for b > 0.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) noexcept { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The output positions [lo, hi) along one axis whose input index
+// o * s + off lies in [0, n), off = window offset - padding.
+struct span {
+    std::int64_t lo, hi;
+};
+constexpr span inside(std::int64_t n, std::int64_t s, std::int64_t off, std::int64_t count) noexcept {
+    std::int64_t lo = off >= 0 ? 0 : floor_div(-off + s - 1, s);
+    std::int64_t hi = floor_div(n - 1 - off, s) + 1;
+    if (lo > count) lo = count;
+    if (hi > count) hi = count;
+    if (hi < lo) hi = lo;
+    return {lo, hi};
+}
+
+}  // namespace conv_detail
+
+// Calls f(tap, image_row, ys, xoff, xs) for each row of the column matrix
+// (tap = (ci * kh + i) * kw + j): output rows ys and columns xs read the
+// input, output row y reads image_row(y) at column x * sw + xoff.
+template <class F> inline void for_each_tap(const window2d& g, F f) noexcept {
+    for (std::int64_t ci = 0; ci < g.c; ++ci)
+        for (std::int64_t i = 0; i < g.kh; ++i) {
+            const conv_detail::span ys = conv_detail::inside(g.h, g.sh, i * g.dh - g.pt, g.oh);
+            const auto image_row = [&g, ci, i](std::int64_t y) { return (ci * g.h + y * g.sh - g.pt + i * g.dh) * g.w; };
+            for (std::int64_t j = 0; j < g.kw; ++j) {
+                const std::int64_t xoff = j * g.dw - g.pl;
+                f((ci * g.kh + i) * g.kw + j, image_row, ys, xoff, conv_detail::inside(g.w, g.sw, xoff, g.ow));
+            }
+        }
+}
+
+// col [c * kh * kw, oh * ow]: col[(ci * kh + i) * kw + j][y * ow + x] is
+// image[ci][y * sh - pt + i * dh][x * sw - pl + j * dw], 0 in the padding.
+template <class T> inline void im2col(const window2d& g, const T* image, T* col) noexcept {
+    for_each_tap(g, [&](std::int64_t tap, auto image_row, conv_detail::span ys, std::int64_t xoff, conv_detail::span xs) {
+        T* row = col + tap * g.oh * g.ow;
+        for (std::int64_t y = 0; y < g.oh; ++y) {
+            T* out = row + y * g.ow;
+            if (y < ys.lo || y >= ys.hi) {
+                for (std::int64_t x = 0; x < g.ow; ++x) out[x] = T(0);
+                continue;
+            }
+            const T* in = image + image_row(y);
+            for (std::int64_t x = 0; x < xs.lo; ++x) out[x] = T(0);
+            if (g.sw == 1)
+                for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x] = in[x + xoff];
+            else
+                for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x] = in[x * g.sw + xoff];
+            for (std::int64_t x = xs.hi; x < g.ow; ++x) out[x] = T(0);
+        }
+    });
+}
+
+// The adjoint of im2col: image[ci][iy][ix] += every column entry that
+// im2col read from it (the padding's entries are dropped). The caller
+// zeroes the image first.
+template <class T> inline void col2im_add(const window2d& g, const T* col, T* image) noexcept {
+    for_each_tap(g, [&](std::int64_t tap, auto image_row, conv_detail::span ys, std::int64_t xoff, conv_detail::span xs) {
+        const T* row = col + tap * g.oh * g.ow;
+        for (std::int64_t y = ys.lo; y < ys.hi; ++y) {
+            const T* in = row + y * g.ow;
+            T* out = image + image_row(y);
+            for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x * g.sw + xoff] += in[x];
+        }
+    });
+}
+
+// ---- pooling ---------------------------------------------------------------------------------
+//
+// Output position (y, x) of a channel pools the window's rows
+// [y * sh - pt, y * sh - pt + kh) clipped to the input (columns likewise),
+// or with `adaptive` rows [floor(y * h / oh), ceil((y + 1) * h / oh)).
+// Average pooling divides by the clipped window's size when `exclusive` or
+// `adaptive`, else by the window's size within the padded input (kh * kw
+// unless a ceil_mode window runs past the padding), as Paddle's CPU kernel
+// does. An empty window (one in the padding alone) gives the lowest value
+// (max) or 0 (avg), and no gradient. Dilation is 1.
+
+struct pool_range {
+    std::int64_t lo, hi;  // the rows read
+    std::int64_t span;    // the rows the non-exclusive average divides by
+};
+
+constexpr pool_range pool_rows(std::int64_t o, std::int64_t n, std::int64_t outs, std::int64_t k, std::int64_t s,
+                               std::int64_t pad0, std::int64_t pad1, bool adaptive) noexcept {
+    if (adaptive) {
+        const std::int64_t lo = o * n / outs, hi = ((o + 1) * n + outs - 1) / outs;
+        return {lo, hi, hi - lo};
+    }
+    const std::int64_t start = o * s - pad0, end = start + k < n + pad1 ? start + k : n + pad1;
+    const std::int64_t lo = start < 0 ? 0 : start, hi = end > n ? n : end;
+    return {lo, hi > lo ? hi : lo, end - start};
+}
+
+// The window of output (y, x): its rows r, columns c, and the divisor of
+// an average.
+struct pool_window {
+    pool_range r, c;
+    std::int64_t divisor;
+};
+constexpr pool_window pool_window_at(const window2d& g, bool adaptive, bool exclusive, std::int64_t y,
+                                     std::int64_t x) noexcept {
+    const pool_range r = pool_rows(y, g.h, g.oh, g.kh, g.sh, g.pt, g.pb, adaptive);
+    const pool_range c = pool_rows(x, g.w, g.ow, g.kw, g.sw, g.pl, g.pr, adaptive);
+    const std::int64_t d = exclusive || adaptive ? (r.hi - r.lo) * (c.hi - c.lo) : r.span * c.span;
+    return {r, c, d};
+}
+
+// One channel (h x w) pooled into (oh x ow).
+template <class T> inline void max_pool2d(const window2d& g, bool adaptive, const T* in, T* out) noexcept {
+    for (std::int64_t y = 0; y < g.oh; ++y)
+        for (std::int64_t x = 0; x < g.ow; ++x) {
+            const pool_window pw = pool_window_at(g, adaptive, true, y, x);
+            T m = std::numeric_limits<T>::lowest();
+            for (std::int64_t iy = pw.r.lo; iy < pw.r.hi; ++iy)
+                for (std::int64_t ix = pw.c.lo; ix < pw.c.hi; ++ix) {
+                    const T v = in[iy * g.w + ix];
+                    m = v > m || v != v ? v : m;  // a NaN stays
+                }
+            out[y * g.ow + x] = m;
+        }
+}
+
+template <class T>
+inline void avg_pool2d(const window2d& g, bool adaptive, bool exclusive, const T* in, T* out) noexcept {
+    for (std::int64_t y = 0; y < g.oh; ++y)
+        for (std::int64_t x = 0; x < g.ow; ++x) {
+            const pool_window pw = pool_window_at(g, adaptive, exclusive, y, x);
+            T s = 0;
+            for (std::int64_t iy = pw.r.lo; iy < pw.r.hi; ++iy)
+                for (std::int64_t ix = pw.c.lo; ix < pw.c.hi; ++ix) s += in[iy * g.w + ix];
+            out[y * g.ow + x] = pw.divisor > 0 ? s / static_cast<T>(pw.divisor) : T(0);
+        }
+}
+
+// The gradient of max_pool2d: each output's gradient goes to the first
+// input of its window (row-major) equal to the output. dx is zeroed by the
+// caller; overlapping windows add.
+template <class T>
+inline void max_pool2d_grad(const window2d& g, bool adaptive, const T* in, const T* out, const T* dout, T* dx) noexcept {
+    for (std::int64_t y = 0; y < g.oh; ++y)
+        for (std::int64_t x = 0; x < g.ow; ++x) {
+            const pool_window pw = pool_window_at(g, adaptive, true, y, x);
+            const T m = out[y * g.ow + x];
+            bool done = false;
+            for (std::int64_t iy = pw.r.lo; iy < pw.r.hi && !done; ++iy)
+                for (std::int64_t ix = pw.c.lo; ix < pw.c.hi; ++ix) {
+                    const T v = in[iy * g.w + ix];
+                    if (v == m || (v != v && m != m)) {
+                        dx[iy * g.w + ix] += dout[y * g.ow + x];
+                        done = true;
+                        break;
+                    }
+                }
+        }
+}
+
+// The gradient of avg_pool2d: each output's gradient, divided as the
+// forward divided, to every input of its window. dx is zeroed by the caller.
+template <class T>
+inline void avg_pool2d_grad(const window2d& g, bool adaptive, bool exclusive, const T* dout, T* dx) noexcept {
+    for (std::int64_t y = 0; y < g.oh; ++y)
+        for (std::int64_t x = 0; x < g.ow; ++x) {
+            const pool_window pw = pool_window_at(g, adaptive, exclusive, y, x);
+            if (pw.divisor <= 0) continue;
+            const T d = dout[y * g.ow + x] / static_cast<T>(pw.divisor);
+            for (std::int64_t iy = pw.r.lo; iy < pw.r.hi; ++iy)
+                for (std::int64_t ix = pw.c.lo; ix < pw.c.hi; ++ix) dx[iy * g.w + ix] += d;
+        }
+}
+
+}  // namespace dlgraph::kernels

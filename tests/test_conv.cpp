@@ -1,0 +1,411 @@
+// The window ops (conv2d, depthwise_conv2d, pool2d,
+// flatten_contiguous_range): results against naive double-precision
+// references written here from Paddle's definitions, for every attribute
+// variant; gradients against central finite differences; shape inference
+// and its errors.
+#include <dlgraph/optimizer.hpp>
+
+#include "grad_check.hpp"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+using namespace dlgraph;
+using grad_check::random;
+using P = Program;
+using V = std::vector<Var<double>>;
+
+namespace {
+
+using dims4 = std::array<std::int64_t, 4>;
+
+// A value of a 4-D array stored row-major.
+double at(const xt::xarray<double>& a, std::int64_t i, std::int64_t j, std::int64_t k, std::int64_t l) {
+    const auto& s = a.shape();
+    return a.data()[((i * std::int64_t(s[1]) + j) * std::int64_t(s[2]) + k) * std::int64_t(s[3]) + l];
+}
+
+// Paddings [before, after] and the dilation along one axis, as Paddle
+// resolves them (SAME: ceil(in / s) outputs, dilation 1; VALID: none).
+struct axis_pad {
+    std::int64_t p0, p1, d;
+};
+axis_pad resolve(const std::string& alg, const std::vector<std::int64_t>& pads, int axis, std::int64_t in, std::int64_t k,
+                 std::int64_t s, std::int64_t d) {
+    if (alg == "VALID") return {0, 0, d};
+    if (alg == "SAME") {
+        const std::int64_t out = (in + s - 1) / s, sum = std::max<std::int64_t>((out - 1) * s + k - in, 0);
+        return {sum / 2, sum - sum / 2, 1};
+    }
+    if (pads.size() == 2) return {pads[std::size_t(axis)], pads[std::size_t(axis)], d};
+    return {pads[std::size_t(2 * axis)], pads[std::size_t(2 * axis + 1)], d};
+}
+
+// conv2d in double: out[n][m][y][x] = sum over the group's channels c and
+// the window (i, j) of in[n][g*cg + c][y*s - p + i*d][x*s - p + j*d] * f[m][c][i][j].
+xt::xarray<double> conv_reference(const xt::xarray<double>& x, const xt::xarray<double>& f, const Conv2d& o) {
+    const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const std::int64_t M = f.shape()[0], cg = f.shape()[1], KH = f.shape()[2], KW = f.shape()[3];
+    const std::int64_t G = o.groups, mg = M / G;
+    REQUIRE(C == cg * G);
+    const axis_pad ph = resolve(o.padding_algorithm, o.paddings, 0, H, KH, o.strides[0], o.dilations[0]);
+    const axis_pad pw = resolve(o.padding_algorithm, o.paddings, 1, W, KW, o.strides[1], o.dilations[1]);
+    const std::int64_t OH = (H + ph.p0 + ph.p1 - (ph.d * (KH - 1) + 1)) / o.strides[0] + 1;
+    const std::int64_t OW = (W + pw.p0 + pw.p1 - (pw.d * (KW - 1) + 1)) / o.strides[1] + 1;
+    xt::xarray<double> out = xt::zeros<double>({std::size_t(N), std::size_t(M), std::size_t(OH), std::size_t(OW)});
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t m = 0; m < M; ++m)
+            for (std::int64_t y = 0; y < OH; ++y)
+                for (std::int64_t xo = 0; xo < OW; ++xo) {
+                    double s = 0;
+                    const std::int64_t g = m / mg;
+                    for (std::int64_t c = 0; c < cg; ++c)
+                        for (std::int64_t i = 0; i < KH; ++i)
+                            for (std::int64_t j = 0; j < KW; ++j) {
+                                const std::int64_t iy = y * o.strides[0] - ph.p0 + i * ph.d;
+                                const std::int64_t ix = xo * o.strides[1] - pw.p0 + j * pw.d;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                s += at(x, n, g * cg + c, iy, ix) * at(f, m, c, i, j);
+                            }
+                    out(n, m, y, xo) = s;
+                }
+    return out;
+}
+
+// pool2d in double, from Paddle's CPU kernel: window rows [y*s - pt, +k)
+// clipped to the input (adaptive: [floor(y*H/OH), ceil((y+1)*H/OH))); the
+// non-exclusive average divides by the window's part inside the padded input.
+xt::xarray<double> pool_reference(const xt::xarray<double>& x, const Pool2d& o) {
+    const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+    const bool global = o.global_pooling, adapt = o.adaptive;
+    const std::int64_t KH = global ? H : o.ksize[0], KW = global ? W : o.ksize[1];
+    const std::vector<std::int64_t> zero{0, 0};
+    const std::string alg = global || adapt ? "EXPLICIT" : o.padding_algorithm;
+    const axis_pad ph = resolve(alg, global || adapt ? zero : o.paddings, 0, H, KH, o.strides[0], 1);
+    const axis_pad pw = resolve(alg, global || adapt ? zero : o.paddings, 1, W, KW, o.strides[1], 1);
+    auto outs = [&](std::int64_t in, std::int64_t k, std::int64_t s, const axis_pad& p) {
+        const std::int64_t span = in + p.p0 + p.p1 - k;
+        return (o.ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    };
+    const std::int64_t OH = adapt ? KH : outs(H, KH, o.strides[0], ph), OW = adapt ? KW : outs(W, KW, o.strides[1], pw);
+    xt::xarray<double> out = xt::zeros<double>({std::size_t(N), std::size_t(C), std::size_t(OH), std::size_t(OW)});
+    struct range {
+        std::int64_t lo, hi, span;
+    };
+    auto rows = [&](std::int64_t y, std::int64_t in, std::int64_t outn, std::int64_t k, std::int64_t s, const axis_pad& p) {
+        if (adapt) {
+            const auto lo = std::int64_t(std::floor(double(y) * double(in) / double(outn)));
+            const auto hi = std::int64_t(std::ceil(double(y + 1) * double(in) / double(outn)));
+            return range{lo, hi, hi - lo};
+        }
+        const std::int64_t start = y * s - p.p0, end = std::min(start + k, in + p.p1);
+        return range{std::max<std::int64_t>(start, 0), std::max(std::min(end, in), std::max<std::int64_t>(start, 0)),
+                     end - start};
+    };
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+            for (std::int64_t y = 0; y < OH; ++y)
+                for (std::int64_t xo = 0; xo < OW; ++xo) {
+                    const range r = rows(y, H, OH, KH, o.strides[0], ph), q = rows(xo, W, OW, KW, o.strides[1], pw);
+                    double mx = std::numeric_limits<double>::lowest(), s = 0;
+                    for (std::int64_t iy = r.lo; iy < r.hi; ++iy)
+                        for (std::int64_t ix = q.lo; ix < q.hi; ++ix) {
+                            mx = std::max(mx, at(x, n, c, iy, ix));
+                            s += at(x, n, c, iy, ix);
+                        }
+                    const std::int64_t div = o.exclusive || adapt ? (r.hi - r.lo) * (q.hi - q.lo) : r.span * q.span;
+                    out(n, c, y, xo) = o.pooling_type == "max" ? mx : (div > 0 ? s / double(div) : 0.0);
+                }
+    return out;
+}
+
+template <class T> Tensor tensor_of(const xt::xarray<double>& a) {
+    Tensor t(dtype_of<T>, Shape(a.shape().begin(), a.shape().end()));
+    for (std::size_t i = 0; i < a.size(); ++i) t.data<T>()[i] = static_cast<T>(a.data()[i]);
+    return t;
+}
+
+// Runs a one-op program built by `build` on x (and f) in T and compares with `want`.
+template <class T, class B>
+void check_against(const xt::xarray<double>& x, const xt::xarray<double>* f, const xt::xarray<double>& want, B build) {
+    Program p;
+    auto xv = p.input<T>("x", Shape(x.shape().begin(), x.shape().end()));
+    std::optional<Var<T>> fv;
+    if (f) fv = p.input<T>("f", Shape(f->shape().begin(), f->shape().end()));
+    Var<T> y = build(xv, fv);
+    REQUIRE(y.shape() == Shape(want.shape().begin(), want.shape().end()));  // inferred at build time
+    Session<cpu> s(p);
+    std::vector<Feed> feeds{{"x", tensor_of<T>(x)}};
+    if (f) feeds.emplace_back("f", tensor_of<T>(*f));
+    const Tensor got = s.eval(std::vector<TargetRef>{y}, feeds)[0];
+    REQUIRE(got.shape() == Shape(want.shape().begin(), want.shape().end()));
+    const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        INFO("element " << i);
+        if (want.data()[i] == std::numeric_limits<double>::lowest()) {  // a max over an empty window
+            CHECK(got.data<T>()[i] == std::numeric_limits<T>::lowest());
+            continue;
+        }
+        CHECK(static_cast<double>(got.data<T>()[i]) == doctest::Approx(want.data()[i]).epsilon(tol).scale(1.0));
+    }
+}
+
+struct conv_variant {
+    const char* name;
+    dims4 x, f;
+    Conv2d o;
+};
+
+std::vector<conv_variant> conv_variants() {
+    return {
+        {"3x3, stride 1, no padding", {2, 3, 7, 6}, {4, 3, 3, 3}, {}},
+        {"3x3, padding 1", {1, 2, 5, 5}, {3, 2, 3, 3}, {{1, 1}, {1, 1}}},
+        {"stride 2, odd sizes", {2, 3, 9, 7}, {2, 3, 3, 2}, {{2, 2}, {1, 0}}},
+        {"strides 2 and 3, 4 paddings", {1, 2, 8, 9}, {3, 2, 3, 3}, {{2, 3}, {0, 2, 1, 3}}},
+        {"dilation 2", {2, 2, 9, 8}, {2, 2, 3, 3}, {{1, 1}, {2, 2}, {2, 2}}},
+        {"dilation 2 and 1, stride 2", {1, 3, 10, 9}, {2, 3, 2, 3}, {{2, 2}, {1, 1}, {2, 1}}},
+        {"SAME, stride 2 (dilation ignored)", {1, 2, 7, 8}, {3, 2, 3, 4}, {{2, 2}, {9, 9}, {2, 2}, 1, "SAME"}},
+        {"SAME, stride 1", {2, 1, 5, 6}, {2, 1, 4, 3}, {{1, 1}, {0, 0}, {1, 1}, 1, "SAME"}},
+        {"VALID", {1, 2, 6, 6}, {2, 2, 3, 3}, {{1, 2}, {5, 5}, {1, 1}, 1, "VALID"}},
+        {"groups 2", {2, 4, 6, 5}, {6, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}},
+        {"groups = channels (depthwise), multiplier 2", {2, 3, 6, 6}, {6, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 3}},
+        {"1x1 (no column matrix)", {2, 5, 4, 3}, {3, 5, 1, 1}, {}},
+        {"1x1 stride 2", {1, 4, 5, 5}, {2, 4, 1, 1}, {{2, 2}}},
+        {"window as large as the padded input", {1, 1, 3, 4}, {1, 1, 5, 4}, {{1, 1}, {1, 1, 0, 0}}},
+        {"batch 1, one channel, 1x1 image", {1, 1, 1, 1}, {2, 1, 1, 1}, {}},
+    };
+}
+
+xt::xarray<double> random4(const dims4& d, unsigned seed) {
+    return random({std::size_t(d[0]), std::size_t(d[1]), std::size_t(d[2]), std::size_t(d[3])}, seed);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d matches a double-precision reference for every attribute variant, FP32 and FP64") {
+    unsigned seed = 1;
+    for (const conv_variant& v : conv_variants()) {
+        INFO(std::string(v.name));
+        const auto x = random4(v.x, seed++), f = random4(v.f, seed++);
+        const auto want = conv_reference(x, f, v.o);
+        auto build = [&](auto xv, auto fv) { return conv2d(xv, *fv, v.o); };
+        check_against<double>(x, &f, want, build);
+        check_against<float>(x, &f, want, build);
+    }
+}
+
+TEST_CASE("depthwise_conv2d is conv2d with groups = channels") {
+    const auto x = random4({2, 3, 7, 5}, 11), f = random4({6, 1, 3, 3}, 12);
+    Conv2d o{{2, 1}, {1, 1}};
+    Conv2d g = o;
+    g.groups = 3;
+    check_against<double>(x, &f, conv_reference(x, f, g), [&](auto xv, auto fv) { return depthwise_conv2d(xv, *fv, o); });
+    Program p;
+    auto xv = p.input<float>("x", {2, 3, 7, 5});
+    auto fv = p.input<float>("f", {6, 1, 3, 3});
+    CHECK_THROWS_CONTAINING(p.append("depthwise_conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", 1}},
+                                     {Attribute::make_int("groups", 1)}),
+                            shape_error, "depthwise_conv2d needs groups equal to Input's channels (3), not 1");
+    (void)xv;
+    (void)fv;
+}
+
+TEST_CASE("conv2d gradients match finite differences for every attribute variant") {
+    unsigned seed = 100;
+    for (const conv_variant& v : conv_variants()) {
+        INFO(std::string(v.name));
+        grad_check::check({{"x", random4(v.x, seed)}, {"f", random4(v.f, seed + 1)}},
+                          [&](P&, const V& in) { return conv2d(in[0], in[1], v.o); });
+        seed += 2;
+    }
+    // A filter shared by two convs and an input used twice: contributions add.
+    grad_check::check({{"x", random4({1, 2, 5, 5}, 7)}, {"f", random4({2, 2, 3, 3}, 8)}},
+                      [](P&, const V& in) { return conv2d(in[0], in[1]) + conv2d(in[0], in[1], {{1, 1}, {0, 0}, {2, 2}}) * 0.0 + conv2d(in[0], in[1]); });
+}
+
+TEST_CASE("conv2d_grad writes only the wanted gradient") {
+    Program p;
+    auto x = p.input<double>("x", {1, 2, 4, 4});
+    auto f = p.parameter<double>("f", {3, 2, 3, 3}, init::constant(0.5));
+    auto loss = reduce_sum(conv2d(x, f));
+    auto grads = append_backward(loss);
+    REQUIRE(grads.size() == 1);
+    const auto& ops = p.desc().blocks[0].ops;
+    const auto g = std::find_if(ops.begin(), ops.end(), [](const OpDesc& o) { return o.type == "conv2d_grad"; });
+    REQUIRE(g != ops.end());
+    CHECK(g->output("Input@GRAD") == nullptr);
+    REQUIRE(g->output("Filter@GRAD") != nullptr);
+    CHECK(g->input("Output") == nullptr);  // the forward result is not kept for it
+}
+
+namespace {
+
+struct pool_variant {
+    const char* name;
+    dims4 x;
+    Pool2d o;
+};
+
+std::vector<pool_variant> pool_variants() {
+    std::vector<pool_variant> v;
+    for (const char* type : {"max", "avg"}) {
+        auto add = [&](const char* name, dims4 x, Pool2d o) {
+            o.pooling_type = type;
+            v.push_back({name, x, o});
+        };
+        add("2x2 stride 2", {2, 3, 6, 6}, {"", {2, 2}, {2, 2}});
+        add("3x3 stride 1, odd sizes", {1, 2, 7, 5}, {"", {3, 3}, {1, 1}});
+        add("3x3 stride 2 padding 1", {2, 2, 7, 7}, {"", {3, 3}, {2, 2}, {1, 1}});
+        add("padding 1, not exclusive", {1, 2, 6, 5}, {"", {3, 2}, {2, 1}, {1, 1}, false, false});
+        add("4 paddings", {1, 1, 7, 8}, {"", {3, 3}, {2, 2}, {1, 0, 2, 1}});
+        add("ceil_mode", {1, 2, 7, 7}, {"", {2, 2}, {2, 2}, {0, 0}, false, true, false, true});
+        add("ceil_mode, padding, not exclusive", {1, 2, 8, 7}, {"", {3, 3}, {2, 2}, {1, 1}, false, false, false, true});
+        add("ceil_mode past the padded input", {1, 1, 5, 5}, {"", {1, 1}, {3, 3}, {0, 0}, false, false, false, true});
+        add("global", {2, 3, 5, 4}, {"", {1, 1}, {1, 1}, {0, 0}, true});
+        add("adaptive 3x2 of 7x5", {1, 2, 7, 5}, {"", {3, 2}, {1, 1}, {0, 0}, false, true, true});
+        add("adaptive 4x4 of 4x4", {1, 1, 4, 4}, {"", {4, 4}, {1, 1}, {0, 0}, false, true, true});
+        add("SAME stride 2", {1, 2, 7, 6}, {"", {3, 3}, {2, 2}, {0, 0}, false, true, false, false, "SAME"});
+        add("VALID", {1, 1, 6, 7}, {"", {2, 3}, {2, 2}, {3, 3}, false, true, false, false, "VALID"});
+        add("batch 1, 1x1", {1, 1, 1, 1}, {"", {1, 1}});
+    }
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("pool2d matches a double-precision reference for every attribute variant, FP32 and FP64") {
+    unsigned seed = 200;
+    for (const pool_variant& v : pool_variants()) {
+        INFO(v.o.pooling_type << ": " << std::string(v.name));
+        const auto x = random4(v.x, seed++);
+        const auto want = pool_reference(x, v.o);
+        auto build = [&](auto xv, auto) { return pool2d(xv, v.o); };
+        check_against<double>(x, nullptr, want, build);
+        check_against<float>(x, nullptr, want, build);
+    }
+}
+
+TEST_CASE("pool2d gradients match finite differences for every attribute variant") {
+    unsigned seed = 300;
+    for (const pool_variant& v : pool_variants()) {
+        INFO(v.o.pooling_type << ": " << std::string(v.name));
+        // A max over an empty window is the lowest value, whose differences overflow.
+        if (v.o.pooling_type == "max" && std::string(v.name) == "ceil_mode past the padded input") continue;
+        // Distinct values (a max has one argmax, so the difference quotient
+        // does not straddle a tie): a random permutation of a ramp.
+        xt::xarray<double> x = random4(v.x, seed++);
+        std::vector<std::size_t> order(x.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+        for (std::size_t i = 0; i < x.size(); ++i) x.data()[order[i]] = 0.1 * double(i) - 1;
+        grad_check::check({{"x", x}}, [&](P&, const V& in) { return pool2d(in[0], v.o); });
+    }
+}
+
+TEST_CASE("max pool2d's gradient goes to the first of tied inputs") {
+    Program p;
+    auto x = p.parameter<double>("x", {1, 1, 2, 2}, init::constant(1));
+    auto loss = reduce_sum(max_pool2d(x, 2));
+    auto grads = append_backward(loss);
+    Session<cpu> s(p);
+    const Tensor g = s.eval(std::vector<TargetRef>{grads[0].second}, std::vector<Feed>{})[0];
+    const auto v = g.values<double>();
+    CHECK(std::vector<double>(v.begin(), v.end()) == std::vector<double>{1, 0, 0, 0});
+}
+
+TEST_CASE("flatten_contiguous_range: shapes, XShape, gradients") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 3, 4, 5});
+    CHECK(flatten(x).shape() == Shape{-1, 60});
+    CHECK(flatten(x, 1, 2).shape() == Shape{-1, 12, 5});
+    CHECK(flatten(x, -2, -1).shape() == Shape{-1, 3, 20});
+    CHECK(flatten(x, 0, -1).shape() == Shape{-1});
+    CHECK(flatten(x, 2, 2).shape() == Shape{-1, 3, 4, 5});
+    CHECK_THROWS_CONTAINING(flatten(x, 2, 1), shape_error,
+                            "start_axis 2 and stop_axis 1 for X of shape [-1,3,4,5]: stop_axis comes before start_axis");
+    CHECK_THROWS_CONTAINING(flatten(x, 1, 4), shape_error, "axes must be in [-4, 4)");
+    const auto& op = p.desc().blocks[0].ops[0];
+    REQUIRE(op.output("XShape") != nullptr);
+    CHECK(Shape(p.desc().blocks[0].find_var(op.output("XShape")->arguments[0])->dims) == Shape{0, -1, 3, 4, 5});
+
+    grad_check::check({{"x", random({2, 3, 2, 2}, 5)}}, [](P&, const V& in) { return flatten(in[0]) * flatten(in[0]); });
+    // A program without XShape (allowed, as in Paddle) differentiates through reshape_grad.
+    grad_check::check({{"x", random({2, 3, 2}, 6)}}, [](P& q, const V& in) {
+        std::vector<std::vector<std::string>> names;
+        const int idx = q.append("flatten_contiguous_range", {{"X", {in[0].name()}}}, {{"Out", 1}},
+                                 {Attribute::make_int("start_axis", 0), Attribute::make_int("stop_axis", 1)}, &names);
+        return square(Var<double>(q.state(), names[0][0], idx));
+    });
+}
+
+TEST_CASE("window ops: shape inference with unknown batch, and the errors") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 3, 28, 28});
+    auto f = p.parameter<float>("f", {8, 3, 5, 5}, init::constant(0));
+    CHECK(conv2d(x, f).shape() == Shape{-1, 8, 24, 24});
+    CHECK(conv2d(x, f, {{2, 2}, {2, 2}}).shape() == Shape{-1, 8, 14, 14});
+    CHECK(conv2d(x, f, {{3, 3}, {0, 0}, {1, 1}, 1, "SAME"}).shape() == Shape{-1, 8, 10, 10});
+    CHECK(max_pool2d(x, 2).shape() == Shape{-1, 3, 14, 14});
+    CHECK(pool2d(x, {"avg", {1, 1}, {1, 1}, {0, 0}, true}).shape() == Shape{-1, 3, 1, 1});
+    CHECK(pool2d(x, {"avg", {3, 3}, {2, 2}, {0, 0}, false, true, false, true}).shape() == Shape{-1, 3, 14, 14});
+    CHECK(pool2d(x, {"avg", {3, 3}, {2, 2}, {0, 0}, false, true, false, false}).shape() == Shape{-1, 3, 13, 13});
+
+    auto f2 = p.parameter<float>("f2", {8, 2, 3, 3}, init::constant(0));
+    CHECK_THROWS_CONTAINING(conv2d(x, f2), shape_error,
+                            "Input's 3 channels must be Filter's 2 per group times groups 1 = 2");
+    auto f3 = p.parameter<float>("f3", {7, 1, 3, 3}, init::constant(0));
+    CHECK_THROWS_CONTAINING(conv2d(x, f3, {{1, 1}, {0, 0}, {1, 1}, 3}), shape_error,
+                            "the 7 output channels do not divide into 3 groups");
+    auto big = p.parameter<float>("big", {1, 3, 31, 3}, init::constant(0));
+    CHECK_THROWS_CONTAINING(conv2d(x, big, {{1, 1}, {1, 1}}), shape_error,
+                            "along H the window of 31 is larger than the padded input of 30 (28 + paddings 1, 1)");
+    CHECK_THROWS_CONTAINING(conv2d(x, f, {{1, 1}, {0, 0}, {8, 8}}), shape_error,
+                            "along H the window of 5 (dilated: 33) is larger than the padded input of 28");
+    CHECK_THROWS_CONTAINING(conv2d(x, f, {{0, 1}}), shape_error, "strides must be positive: [0,1]");
+    CHECK_THROWS_CONTAINING(conv2d(x, f, {{1, 1}, {1, 1, 1}}), shape_error,
+                            "paddings must have 2 values ([h, w]) or 4 ([top, bottom, left, right]), not [1,1,1]");
+    CHECK_THROWS_CONTAINING(conv2d(x, f, {{1, 1}, {0, 0}, {1, 1}, 1, "FULL"}), shape_error,
+                            "padding_algorithm must be EXPLICIT, SAME or VALID, not 'FULL'");
+    CHECK_THROWS_CONTAINING(conv2d(x, f, {{1, 1}, {0, 0}, {1, 1}, 0}), shape_error, "groups must be at least 1, not 0");
+    auto flat = p.input<float>("flat", {-1, 784});
+    CHECK_THROWS_CONTAINING(conv2d(flat, f), shape_error, "both must have rank 4");
+    auto xd = p.input<double>("xd", {1, 3, 8, 8});
+    (void)xd;
+    CHECK_THROWS_CONTAINING(p.append("conv2d", {{"Input", {"xd"}}, {"Filter", {"f"}}}, {{"Output", 1}}, {}), type_error,
+                            "Input is FP64 but Filter is FP32");
+    CHECK_THROWS_CONTAINING(p.append("conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", 1}},
+                                     {Attribute::make_string("data_format", "NHWC")}),
+                            shape_error, "data_format NHWC is not supported yet");
+    CHECK_THROWS_CONTAINING(pool2d(x, {"min", {2, 2}}), shape_error, "pooling_type must be max or avg, not 'min'");
+    CHECK_THROWS_CONTAINING(pool2d(x, {"max", {2}}), shape_error, "ksize must have 2 values, not [2]");
+    CHECK_THROWS_CONTAINING(pool2d(x, {"max", {29, 2}}), shape_error, "along H the window of 29 is larger");
+    CHECK_THROWS_CONTAINING(p.append("pool2d", {{"X", {"x"}}}, {{"Out", 1}}, {Attribute::make_ints("ksize", {2, 2})}),
+                            format_error, "needs attribute 'pooling_type'");
+}
+
+TEST_CASE("a small CNN trains: conv, relu, pool, flatten, fc, loss") {
+    // Two classes of 6x6 images: a bright vertical bar or a horizontal one.
+    Program p;
+    auto x = p.input<float>("x", {-1, 1, 6, 6});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto f = p.parameter<float>("f", {4, 1, 3, 3}, init::uniform(-0.5, 0.5, 1));
+    auto w = p.parameter<float>("w", {36, 2}, init::uniform(-0.3, 0.3, 2));
+    auto h = max_pool2d(relu(conv2d(x, f, {{1, 1}, {1, 1}})), 2);  // [N, 4, 3, 3]
+    auto logits = matmul(flatten(h), w);
+    auto avg = mean(softmax_with_cross_entropy(logits, label).second);
+    auto step = SGD(0.2).minimize(avg);
+    Session<cpu> s(p);
+    Tensor xs(DataType::FP32, {8, 1, 6, 6}), ls(DataType::INT64, {8, 1});
+    std::fill_n(xs.data<float>(), xs.numel(), 0.0f);
+    for (int n = 0; n < 8; ++n) {
+        const int cls = n % 2, at = 1 + n / 2;
+        ls.data<std::int64_t>()[n] = cls;
+        for (int k = 0; k < 6; ++k) xs.data<float>()[n * 36 + (cls ? at * 6 + k : k * 6 + at)] = 1.0f;
+    }
+    const std::vector<Feed> feeds{{"x", xs}, {"label", ls}};
+    const double first = s.eval(std::vector<TargetRef>{avg}, feeds)[0].item<float>();
+    for (int it = 0; it < 60; ++it) s.eval(step.targets(), feeds);
+    const double last = s.eval(std::vector<TargetRef>{avg}, feeds)[0].item<float>();
+    CHECK(last < 0.1 * first);
+}
