@@ -361,9 +361,11 @@ inline void set_weights(Session<cpu>& s, const ExecutionPlan& p, const std::vect
 // program may declare those shapes, so the Session runs exactly them).
 inline std::vector<std::vector<Feed>> chunks_of(const std::map<std::string, Tensor>& batch,
                                                 std::span<const EmitFeed> feeds, const std::string& what) {
-    for (auto& [name, t] : batch)
+    for (auto& entry : batch) {
+        const std::string& name = entry.first;  // a plain reference: clang 14 cannot capture a structured binding
         if (std::none_of(feeds.begin(), feeds.end(), [&](const EmitFeed& f) { return f.name == name; }))
             throw feed_error("dlgraph.emit.calibrate", what + " names '" + name + "', which is not a feed");
+    }
     std::int64_t count = -1;
     std::vector<const Tensor*> ts;
     for (const EmitFeed& f : feeds) {
