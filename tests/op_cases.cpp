@@ -1268,6 +1268,45 @@ void window_cases(case_list& out) {
     }
 }
 
+void norm_cases(case_list& out) {
+    struct bn_v {
+        const char* name;
+        Shape x;
+        std::vector<Attribute> at;
+    };
+    const std::vector<bn_v> vs = {
+        {"train_2x3x5x4", {2, 3, 5, 4}, {}},
+        {"train_rank2_16x7", {16, 7}, {a_float("momentum", 0.5), a_float("epsilon", 1e-3)}},
+        {"is_test_3x4x3x3", {3, 4, 3, 3}, {a_bool("is_test", true)}},
+        {"global_stats_2x2x9", {2, 2, 9}, {a_bool("use_global_stats", true)}},
+        {"large_8x32x28x28", {8, 32, 28, 28}, {}},
+    };
+    std::size_t k = 0;
+    for (const bn_v& v : vs) {
+        const DataType t = k++ % 2 ? FP64 : FP32;
+        const Shape c{v.x[1]};
+        case_builder cb(case_name("batch_norm", t, v.name));
+        cb.in("x", t, v.x, uni(-2, 3)).in("scale", t, c, uni(0.5, 2)).in("bias", t, c, uni(-1, 1));
+        cb.in("mean", t, c, uni(-0.5, 0.5)).in("var", t, c, uni(0.5, 1.5));
+        cb.op("batch_norm",
+              {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}},
+              {{"Y", {"y"}}, {"MeanOut", {"mean_out"}}, {"VarianceOut", {"var_out"}}, {"SavedMean", {"saved_mean"}},
+               {"SavedVariance", {"saved_inv"}}},
+              v.at);
+        out.push_back(cb.done());
+        case_builder g(case_name("batch_norm_grad", t == FP32 ? FP64 : FP32, v.name));
+        const DataType tg = t == FP32 ? FP64 : FP32;
+        g.in("x", tg, v.x, uni(-2, 3)).in("scale", tg, c, uni(0.5, 2)).in("bias", tg, c, uni(-1, 1));
+        g.in("saved_mean", tg, c, uni(-0.5, 0.5)).in("saved_inv", tg, c, uni(0.5, 2));
+        g.in("mean", tg, c, uni(-0.5, 0.5)).in("var", tg, c, uni(0.5, 1.5)).in("y@GRAD", tg, v.x, uni(-1, 1));
+        g.op("batch_norm_grad",
+             {{"X", {"x"}}, {"Scale", {"scale"}}, {"Bias", {"bias"}}, {"SavedMean", {"saved_mean"}},
+              {"SavedVariance", {"saved_inv"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}, {"Y@GRAD", {"y@GRAD"}}},
+             {{"X@GRAD", {"x@GRAD"}}, {"Scale@GRAD", {"scale@GRAD"}}, {"Bias@GRAD", {"bias@GRAD"}}}, v.at);
+        out.push_back(g.done());
+    }
+}
+
 }  // namespace
 
 std::vector<op_case> all_op_cases() {
@@ -1290,6 +1329,7 @@ std::vector<op_case> all_op_cases() {
     optimizer_cases(out);
     chain_cases(out);
     window_cases(out);
+    norm_cases(out);
     return out;
 }
 

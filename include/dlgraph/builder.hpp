@@ -475,6 +475,40 @@ template <element_type T> Var<T> flatten(const Var<T>& x, int start_axis = 1, in
     return Var<T>(st, names[0][0], idx);
 }
 
+struct BatchNorm {
+    double momentum = 0.9;   // moving = moving * momentum + batch * (1 - momentum)
+    double epsilon = 1e-5;
+    bool is_test = false;           // normalize with the moving statistics, update nothing
+    bool use_global_stats = false;  // the same while training (the gradient follows)
+};
+
+// Batch normalization of x [N, C, ...] per channel: creates the trainable
+// NAME.scale (1) and NAME.bias (0) and the persistable moving statistics
+// NAME.mean (0) and NAME.variance (1), which training updates in place.
+template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& name, const BatchNorm& o = {}) {
+    auto st = detail::state_of(x);
+    Program p(st);
+    const Shape xs = x.shape();
+    if (xs.rank() < 2 || xs[1] < 0)
+        throw shape_error("dlgraph.shape.batch_norm", "batch_norm '" + name + "': X is " + to_string(xs) +
+                                                          ": it needs rank >= 2 and a known channel dim 1");
+    const Shape c{xs[1]};
+    auto scale = p.parameter<T>(name + ".scale", c, init::constant(1));
+    auto bias = p.parameter<T>(name + ".bias", c, init::constant(0));
+    auto mean = p.parameter<T>(name + ".mean", c, init::constant(0), false);
+    auto var = p.parameter<T>(name + ".variance", c, init::constant(1), false);
+    std::vector<std::vector<std::string>> names;
+    const int idx = p.append("batch_norm",
+                             {{"X", {x.name()}}, {"Scale", {scale.name()}}, {"Bias", {bias.name()}},
+                              {"Mean", {mean.name()}}, {"Variance", {var.name()}}},
+                             {{"Y", 1}, {"SavedMean", 1}, {"SavedVariance", 1}},
+                             {Attribute::make_bool("is_test", o.is_test), Attribute::make_float("momentum", o.momentum),
+                              Attribute::make_float("epsilon", o.epsilon),
+                              Attribute::make_bool("use_global_stats", o.use_global_stats)},
+                             &names, {{"MeanOut", {mean.name()}}, {"VarianceOut", {var.name()}}});
+    return Var<T>(st, names[0][0], idx);
+}
+
 // ---- shape ops --------------------------------------------------------------------------------
 
 template <element_type T> Var<T> reshape(const Var<T>& x, std::vector<std::int64_t> shape) {

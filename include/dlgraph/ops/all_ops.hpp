@@ -14,6 +14,7 @@
 #include "dlgraph/cpu/io_ops.hpp"
 #include "dlgraph/cpu/matmul.hpp"
 #include "dlgraph/cpu/memcpy.hpp"
+#include "dlgraph/cpu/norm.hpp"
 #include "dlgraph/cpu/optimizers.hpp"
 #include "dlgraph/cpu/reduce.hpp"
 #include "dlgraph/cpu/shape_ops.hpp"

@@ -1,0 +1,122 @@
+// The CPU kernels of batch normalization (ops/norm.hpp): the kernel core's
+// per-channel loops (kernels/norm.hpp), the channels split over the thread
+// pool.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "dlgraph/kernels/norm.hpp"
+#include "dlgraph/op.hpp"
+#include "dlgraph/ops/norm.hpp"
+#include "dlgraph/thread_pool.hpp"
+
+namespace dlgraph::cpu_ops {
+
+// X's channels: C, and each channel's layout.
+struct channels_of {
+    std::int64_t c = 0;
+    kernels::channel ch;
+    explicit channels_of(const Shape& x) {
+        c = x[1];
+        ch.n = x[0];
+        ch.hw = ops::dim_product(x, 2, x.rank());
+        ch.stride = c * ch.hw;
+    }
+    // Runs f(channel) for each channel, split over the pool.
+    template <class F> void each(F f) const {
+        const int tasks = static_cast<int>(std::clamp<std::int64_t>(c * ch.count() / (1 << 15), 1, std::min<std::int64_t>(c, 64)));
+        parallel_for(tasks, [&](int t) {
+            for (std::int64_t i = c * t / tasks, e = c * (t + 1) / tasks; i < e; ++i) f(i);
+        });
+    }
+};
+
+struct batch_norm_op : ops::batch_norm_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const channels_of cs(x.shape());
+        const T* xp = x.data<T>();
+        T* y = c.out(Y).data<T>();
+        const T* scale = c.in(Scale).data<T>();
+        const T* bias = c.in(Bias).data<T>();
+        const T* mean = c.in(Mean).data<T>();
+        const T* var = c.in(Variance).data<T>();
+        auto out = [&](int slot) { return c.out_count(slot) ? c.out(slot).template data<T>() : nullptr; };
+        T* mean_out = out(MeanOut);
+        T* var_out = out(VarianceOut);
+        T* saved_mean = out(SavedMean);
+        T* saved_inv = out(SavedVariance);
+        const double eps = c.attr(epsilon).f;
+        const bool global = global_stats(c.attrs);
+        double mom = c.attr(momentum).f;
+        if (c.in_count(MomentumTensor)) {
+            const Tensor& m = c.in(MomentumTensor);
+            mom = m.dtype() == DataType::FP64 ? m.data<double>()[0] : static_cast<double>(m.data<float>()[0]);
+        }
+        const kernels::channel ch = cs.ch;
+        cs.each([&](std::int64_t k) {
+            const T* xk = xp + k * ch.hw;
+            T* yk = y + k * ch.hw;
+            double mu, v;
+            if (global) {
+                mu = static_cast<double>(mean[k]);
+                v = static_cast<double>(var[k]);
+            } else {
+                kernels::channel_moments(xk, ch, mu, v);
+            }
+            const T inv = static_cast<T>(1.0 / std::sqrt(v + eps));
+            if (!global && ch.count() == 1) yk[0] = xk[0];  // one value per channel: Paddle passes X through
+            else kernels::normalize_channel(xk, yk, ch, static_cast<T>(mu), inv, scale[k], bias[k]);
+            // Read Mean and Variance before writing: MeanOut is usually Mean itself.
+            const double m0 = static_cast<double>(mean[k]), v0 = static_cast<double>(var[k]);
+            if (mean_out) mean_out[k] = static_cast<T>(global ? m0 : m0 * mom + mu * (1 - mom));
+            if (var_out) var_out[k] = static_cast<T>(global ? v0 : v0 * mom + v * (1 - mom));
+            if (saved_mean) saved_mean[k] = static_cast<T>(mu);
+            if (saved_inv) saved_inv[k] = inv;
+        });
+    }
+};
+
+struct batch_norm_grad_op : ops::batch_norm_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const channels_of cs(x.shape());
+        const bool global = global_stats(c.attrs);
+        const double eps = c.attr(ops::batch_norm_op::epsilon).f;
+        const T* xp = x.data<T>();
+        const T* dy = c.in(DY).data<T>();
+        const T* scale = c.in(Scale).data<T>();
+        const T* mean = c.in(global ? Mean : SavedMean).data<T>();
+        const T* stat = c.in(global ? Variance : SavedVariance).data<T>();  // a variance, or 1 / std
+        T* dx = c.out_count(DX) ? c.out(DX).data<T>() : nullptr;
+        T* dscale = c.out_count(DScale) ? c.out(DScale).data<T>() : nullptr;
+        T* dbias = c.out_count(DBias) ? c.out(DBias).data<T>() : nullptr;
+        const kernels::channel ch = cs.ch;
+        cs.each([&](std::int64_t k) {
+            const T* xk = xp + k * ch.hw;
+            const T* dyk = dy + k * ch.hw;
+            const T inv = global ? static_cast<T>(1.0 / std::sqrt(static_cast<double>(stat[k]) + eps)) : stat[k];
+            double sum_dy, sum_dy_xmu;
+            kernels::channel_grad_sums(xk, dyk, ch, mean[k], sum_dy, sum_dy_xmu);
+            if (dbias) dbias[k] = static_cast<T>(sum_dy);
+            if (dscale) dscale[k] = static_cast<T>(sum_dy_xmu * static_cast<double>(inv));
+            if (!dx) return;
+            T* dxk = dx + k * ch.hw;
+            if (global) {
+                const T a = scale[k] * inv;
+                kernels::for_each_in_channel(ch, [&](std::int64_t i) { dxk[i] = a * dyk[i]; });
+            } else if (ch.count() == 1) {
+                dxk[0] = dyk[0];
+            } else {
+                kernels::batch_norm_dx(xk, dyk, dxk, ch, mean[k], inv, scale[k], sum_dy, sum_dy_xmu);
+            }
+        });
+    }
+};
+
+inline void batch_norm_kernels(OpDef& d) { d.kernels = cpu_kernels<batch_norm_op, float, double>(); }
+inline void batch_norm_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<batch_norm_grad_op, float, double>(); }
+
+}  // namespace dlgraph::cpu_ops

@@ -1,0 +1,71 @@
+// Batch normalization over one channel of an NCHW tensor, the kernel core of
+// ops/norm.hpp: the channel is `n` blocks of `hw` contiguous elements, block
+// b at x + b * stride (n = the batch, hw = the spatial size, stride = C * hw).
+// Sums are taken in double, two passes (mean, then squared deviations), so
+// a channel's statistics do not depend on its offset or the thread.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "dlgraph/kernels/config.hpp"
+
+namespace dlgraph::kernels {
+
+struct channel {
+    std::int64_t n = 0, hw = 0, stride = 0;
+    constexpr std::int64_t count() const noexcept { return n * hw; }
+};
+
+// f(element index within the tensor) for every element of the channel.
+template <class F> inline void for_each_in_channel(const channel& ch, F f) noexcept {
+    for (std::int64_t b = 0; b < ch.n; ++b)
+        for (std::int64_t i = 0, o = b * ch.stride; i < ch.hw; ++i) f(o + i);
+}
+
+// The channel's mean and biased variance (sum of squared deviations / count).
+template <class T> inline void channel_moments(const T* x, const channel& ch, double& mean, double& var) noexcept {
+    double s = 0;
+    for_each_in_channel(ch, [&](std::int64_t k) { s += static_cast<double>(x[k]); });
+    const double m = ch.count() > 0 ? s / static_cast<double>(ch.count()) : 0.0;
+    double q = 0;
+    for_each_in_channel(ch, [&](std::int64_t k) {
+        const double d = static_cast<double>(x[k]) - m;
+        q += d * d;
+    });
+    mean = m;
+    var = ch.count() > 0 ? q / static_cast<double>(ch.count()) : 0.0;
+}
+
+// y = (x - mean) * (inv_std * scale) + bias over the channel.
+template <class T>
+inline void normalize_channel(const T* x, T* y, const channel& ch, T mean, T inv_std, T scale, T bias) noexcept {
+    const T a = inv_std * scale;
+    for_each_in_channel(ch, [&](std::int64_t k) { y[k] = (x[k] - mean) * a + bias; });
+}
+
+// The sums the gradient needs: sum(dy) and sum(dy * (x - mean)).
+template <class T>
+inline void channel_grad_sums(const T* x, const T* dy, const channel& ch, T mean, double& sum_dy,
+                              double& sum_dy_xmu) noexcept {
+    double a = 0, b = 0;
+    for_each_in_channel(ch, [&](std::int64_t k) {
+        a += static_cast<double>(dy[k]);
+        b += static_cast<double>(dy[k]) * (static_cast<double>(x[k]) - static_cast<double>(mean));
+    });
+    sum_dy = a;
+    sum_dy_xmu = b;
+}
+
+// dx with batch statistics: scale * inv_std * (dy - sum_dy / M
+// - (x - mean) * inv_std^2 * sum_dy_xmu / M), M the channel's count.
+template <class T>
+inline void batch_norm_dx(const T* x, const T* dy, T* dx, const channel& ch, T mean, T inv_std, T scale,
+                          double sum_dy, double sum_dy_xmu) noexcept {
+    const double m = static_cast<double>(ch.count());
+    const T a = scale * inv_std, mean_dy = static_cast<T>(sum_dy / m);
+    const T c = static_cast<T>(static_cast<double>(inv_std) * static_cast<double>(inv_std) * sum_dy_xmu / m);
+    for_each_in_channel(ch, [&](std::int64_t k) { dx[k] = a * (dy[k] - mean_dy - (x[k] - mean) * c); });
+}
+
+}  // namespace dlgraph::kernels
