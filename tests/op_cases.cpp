@@ -1307,6 +1307,48 @@ void norm_cases(case_list& out) {
     }
 }
 
+void dropout_cases(case_list& out) {
+    auto attrs = [](double prob, bool upscale, bool test) {
+        return std::vector<Attribute>{a_float("dropout_prob", prob), a_bool("fix_seed", true), a_int("seed", 17),
+                                      a_bool("is_test", test),
+                                      a_str("dropout_implementation", upscale ? "upscale_in_train" : "downgrade_in_infer")};
+    };
+    struct v {
+        const char* name;
+        DataType t;
+        double prob;
+        bool upscale, test;
+    };
+    for (const v& c : {v{"p03_downgrade", FP32, 0.3, false, false}, v{"p05_upscale", FP64, 0.5, true, false},
+                       v{"p1_upscale", FP32, 1.0, true, false}, v{"test_downgrade", FP64, 0.25, false, true},
+                       v{"large_upscale_300000", FP32, 0.1, true, false}}) {
+        const Shape sh = std::string(c.name).rfind("large", 0) == 0 ? Shape{300, 1000} : Shape{7, 33};
+        case_builder cb(case_name("dropout", c.t, c.name));
+        cb.in("x", c.t, sh, uni(-2, 2)).op("dropout", {{"X", {"x"}}}, {{"Out", {"out"}}, {"Mask", {"mask"}}},
+                                           attrs(c.prob, c.upscale, c.test));
+        out.push_back(cb.done());
+        if (c.test) continue;
+        case_builder g(case_name("dropout_grad", c.t == FP32 ? FP64 : FP32, c.name));
+        const DataType tg = c.t == FP32 ? FP64 : FP32;
+        g.in("mask", BOOL, sh, ints(0, 1)).in("out@GRAD", tg, sh, uni(-1, 1));
+        g.op("dropout_grad", {{"Mask", {"mask"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}},
+             attrs(c.prob, c.upscale, false));
+        out.push_back(g.done());
+    }
+    {  // the seed from the Seed input
+        case_builder cb(case_name("dropout", FP32, "seed_input"));
+        cb.in("x", FP32, {5, 40}, uni(-2, 2)).in("seed", INT32, {1}, ints(1, 1000));
+        cb.op("dropout", {{"X", {"x"}}, {"Seed", {"seed"}}}, {{"Out", {"out"}}, {"Mask", {"mask"}}},
+              {a_float("dropout_prob", 0.4)});
+        out.push_back(cb.done());
+    }
+    for (DataType t : {INT32, INT64, FP32, FP64}) {
+        case_builder cb(case_name("increment", t, "step"));
+        cb.in("x", t, {1}, ints(-100, 100)).op("increment", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_float("step", 3.0)});
+        out.push_back(cb.done());
+    }
+}
+
 }  // namespace
 
 std::vector<op_case> all_op_cases() {
@@ -1330,6 +1372,7 @@ std::vector<op_case> all_op_cases() {
     chain_cases(out);
     window_cases(out);
     norm_cases(out);
+    dropout_cases(out);
     return out;
 }
 

@@ -509,6 +509,36 @@ template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& 
     return Var<T>(st, names[0][0], idx);
 }
 
+struct Dropout {
+    double prob = 0.5;                                // of zeroing an element
+    std::string implementation = "downgrade_in_infer";  // or "upscale_in_train"
+    bool is_test = false;                             // no zeroing: x * (1 - prob), or x when upscaled
+    std::int64_t seed = 0;                            // 0: a fresh mask source each run
+};
+
+// Dropout of x while training. Writes the Mask its gradient reads. With a
+// seed, a persistable INT32 counter NAME.seed starts at it and an increment
+// op advances it before each dropout, which draws its mask from the
+// counter: masks differ per step and reproduce from the seed (and a
+// checkpoint keeps the counter).
+template <element_type T> Var<T> dropout(const Var<T>& x, const std::string& name, const Dropout& o = {}) {
+    auto st = detail::state_of(x);
+    Program p(st);
+    std::vector<OpSlot> ins{{"X", {x.name()}}};
+    if (o.seed != 0 && !o.is_test) {
+        auto counter = p.parameter<std::int32_t>(name + ".seed", {1}, init::constant(double(o.seed)), false);
+        p.append("increment", {{"X", {counter.name()}}}, {}, {Attribute::make_float("step", 1.0)}, nullptr,
+                 {{"Out", {counter.name()}}});
+        ins.push_back({"Seed", {counter.name()}});
+    }
+    std::vector<std::vector<std::string>> names;
+    const int idx = p.append("dropout", ins, {{"Out", 1}, {"Mask", 1}},
+                             {Attribute::make_float("dropout_prob", o.prob), Attribute::make_bool("is_test", o.is_test),
+                              Attribute::make_string("dropout_implementation", o.implementation)},
+                             &names);
+    return Var<T>(st, names[0][0], idx);
+}
+
 // ---- shape ops --------------------------------------------------------------------------------
 
 template <element_type T> Var<T> reshape(const Var<T>& x, std::vector<std::int64_t> shape) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "dlgraph/cpu/conv.hpp"
+#include "dlgraph/cpu/dropout.hpp"
 #include "dlgraph/cpu/elementwise.hpp"
 #include "dlgraph/cpu/eval_ops.hpp"
 #include "dlgraph/cpu/feed_fetch.hpp"

@@ -30,7 +30,8 @@
     X(elementwise_max_grad) X(elementwise_min_grad) X(elementwise_pow_grad) X(mean_grad) X(reduce_sum_grad)    \
     X(reduce_mean_grad) X(reduce_max_grad) X(sgd) X(momentum) X(adam) X(memcpy_h2d) X(memcpy_d2h)             \
     X(conv2d) X(depthwise_conv2d) X(conv2d_grad) X(depthwise_conv2d_grad) X(pool2d) X(pool2d_grad)             \
-    X(flatten_contiguous_range) X(flatten_contiguous_range_grad) X(batch_norm) X(batch_norm_grad)
+    X(flatten_contiguous_range) X(flatten_contiguous_range_grad) X(batch_norm) X(batch_norm_grad)    \
+    X(dropout) X(dropout_grad) X(increment)
 
 namespace dlgraph {
 
