@@ -173,6 +173,8 @@ std::vector<conv_variant> conv_variants() {
         {"1x1 (no column matrix)", {2, 5, 4, 3}, {3, 5, 1, 1}, {}},
         {"1x1 stride 2", {1, 4, 5, 5}, {2, 4, 1, 1}, {{2, 2}}},
         {"window as large as the padded input", {1, 1, 3, 4}, {1, 1, 5, 4}, {{1, 1}, {1, 1, 0, 0}}},
+        {"window past the padded input by less than the stride", {1, 2, 4, 4}, {2, 2, 5, 5}, {{2, 2}}},
+        {"batch 0", {0, 2, 5, 5}, {3, 2, 3, 3}, {{1, 1}, {1, 1}}},
         {"batch 1, one channel, 1x1 image", {1, 1, 1, 1}, {2, 1, 1, 1}, {}},
     };
 }
@@ -268,6 +270,8 @@ std::vector<pool_variant> pool_variants() {
         add("SAME stride 2", {1, 2, 7, 6}, {"", {3, 3}, {2, 2}, {0, 0}, false, true, false, false, "SAME"});
         add("VALID", {1, 1, 6, 7}, {"", {2, 3}, {2, 2}, {3, 3}, false, true, false, false, "VALID"});
         add("batch 1, 1x1", {1, 1, 1, 1}, {"", {1, 1}});
+        add("window past the input by less than the stride", {1, 1, 4, 4}, {"", {5, 5}, {2, 2}});
+        add("batch 0", {0, 2, 6, 6}, {"", {2, 2}, {2, 2}});
     }
     return v;
 }

@@ -161,16 +161,22 @@ TEST_CASE("batch_norm gradients match finite differences, batch and moving stati
 
 TEST_CASE("batch_norm: MomentumTensor overrides momentum; one value per channel passes X through") {
     Program p;
-    auto x = p.input<double>("x", {1, 2});
+    auto x = p.input<double>("x", {-1, 2});
     auto y = batch_norm(x, "bn");
     auto mt = p.input<double>("momentum", {1});
     p.edit([&](ProgramDesc& d) { d.blocks[0].ops.back().set_input("MomentumTensor", {mt.name()}); });
     Session<cpu> s(p);
-    xt::xarray<double> xv = {{3.0, -4.0}};
-    const xt::xarray<double> got = s.eval(y, {{x, xv}, {mt, xt::xarray<double>{0.5}}});
-    CHECK(got == xv);  // N * HW == 1: Y is X (Paddle's special case)
+    xt::xarray<double> xv = {{3.0, -4.0}, {1.0, 0.0}};
+    s.eval(y, {{x, xv}, {mt, xt::xarray<double>{0.25}}});
     const auto mean = as_doubles<double>(s.scope().var("bn.mean").get<Tensor>());
-    CHECK(mean == std::vector<double>{1.5, -2.0});  // 0 * 0.5 + x * 0.5
+    CHECK(mean == std::vector<double>{1.5, -1.5});  // 0 * 0.25 + batch mean * 0.75
+    // N * HW == 1 (and an empty batch): Y is X and the moving statistics stay (Paddle's special case).
+    for (const xt::xarray<double>& one : {xt::xarray<double>{{3.0, -4.0}}, xt::xarray<double>::from_shape({0, 2})}) {
+        const xt::xarray<double> got = s.eval(y, {{x, one}, {mt, xt::xarray<double>{0.5}}});
+        CHECK(got == one);
+        CHECK(as_doubles<double>(s.scope().var("bn.mean").get<Tensor>()) == std::vector<double>{1.5, -1.5});
+        CHECK(as_doubles<double>(s.scope().var("bn.variance").get<Tensor>()) == std::vector<double>{1.0, 3.25});  // 1 * 0.25 + batch variance * 0.75
+    }
 }
 
 TEST_CASE("batch_norm's moving statistics are persistable and saved in checkpoints") {
@@ -218,6 +224,7 @@ TEST_CASE("batch_norm: the errors") {
                             "data_layout NHWC is not supported yet");
     CHECK_THROWS_CONTAINING(append(b.name(), {Attribute::make_float("epsilon", 0.5)}), shape_error,
                             "epsilon must be in [0, 0.001]");
+    append(b.name(), {Attribute::make_float("epsilon", double(0.001f))});  // Paddle's float 0.001 is accepted
     auto flat = p.input<float>("flat", {5});
     CHECK_THROWS_CONTAINING(batch_norm(flat, "bn"), shape_error, "it needs rank >= 2");
     auto xd = p.input<double>("xd", {2, 3});

@@ -421,7 +421,10 @@ template <element_type T> Var<T> conv2d(const Var<T>& x, const Var<T>& filter, c
 // Each of x's C channels with its own filters ([M, 1, kh, kw], M a multiple
 // of C); o.groups is set to C.
 template <element_type T> Var<T> depthwise_conv2d(const Var<T>& x, const Var<T>& filter, Conv2d o = {}) {
-    o.groups = x.shape().rank() == 4 && x.shape()[1] > 0 ? x.shape()[1] : o.groups;
+    if (x.shape().rank() != 4 || x.shape()[1] < 0)
+        throw shape_error("dlgraph.shape.conv", "depthwise_conv2d: X is " + to_string(x.shape()) +
+                                                    ": it needs [N, C, H, W] with C known (groups = C)");
+    o.groups = x.shape()[1];
     return detail::conv("depthwise_conv2d", x, filter, o);
 }
 
@@ -525,6 +528,9 @@ template <element_type T> Var<T> dropout(const Var<T>& x, const std::string& nam
     auto st = detail::state_of(x);
     Program p(st);
     std::vector<OpSlot> ins{{"X", {x.name()}}};
+    if (o.seed < INT32_MIN || o.seed > INT32_MAX)
+        throw graph_error("dlgraph.graph.args", "dropout '" + name + "': seed " + std::to_string(o.seed) +
+                                                    " does not fit the INT32 counter");
     if (o.seed != 0 && !o.is_test) {
         auto counter = p.parameter<std::int32_t>(name + ".seed", {1}, init::constant(double(o.seed)), false);
         p.append("increment", {{"X", {counter.name()}}}, {}, {Attribute::make_float("step", 1.0)}, nullptr,

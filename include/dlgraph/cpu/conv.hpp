@@ -108,6 +108,7 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
 
 // Runs f(plane) for every channel of every image, split over the pool.
 template <class F> void for_each_plane(std::int64_t planes, std::int64_t plane_work, F f) {
+    if (planes <= 0) return;
     const std::int64_t work = planes * plane_work;
     const int tasks = static_cast<int>(std::clamp<std::int64_t>(work / (1 << 15), 1, std::min<std::int64_t>(planes, 64)));
     parallel_for(tasks, [&](int t) {

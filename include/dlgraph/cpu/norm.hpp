@@ -26,6 +26,7 @@ struct channels_of {
     }
     // Runs f(channel) for each channel, split over the pool.
     template <class F> void each(F f) const {
+        if (c <= 0) return;
         const int tasks = static_cast<int>(std::clamp<std::int64_t>(c * ch.count() / (1 << 15), 1, std::min<std::int64_t>(c, 64)));
         parallel_for(tasks, [&](int t) {
             for (std::int64_t i = c * t / tasks, e = c * (t + 1) / tasks; i < e; ++i) f(i);
@@ -67,14 +68,18 @@ struct batch_norm_op : ops::batch_norm_op {
                 kernels::channel_moments(xk, ch, mu, v);
             }
             const T inv = static_cast<T>(1.0 / std::sqrt(v + eps));
-            if (!global && ch.count() == 1) yk[0] = xk[0];  // one value per channel: Paddle passes X through
-            else kernels::normalize_channel(xk, yk, ch, static_cast<T>(mu), inv, scale[k], bias[k]);
             // Read Mean and Variance before writing: MeanOut is usually Mean itself.
             const double m0 = static_cast<double>(mean[k]), v0 = static_cast<double>(var[k]);
-            if (mean_out) mean_out[k] = static_cast<T>(global ? m0 : m0 * mom + mu * (1 - mom));
-            if (var_out) var_out[k] = static_cast<T>(global ? v0 : v0 * mom + v * (1 - mom));
-            if (saved_mean) saved_mean[k] = static_cast<T>(mu);
-            if (saved_inv) saved_inv[k] = inv;
+            // At most one value per channel: Paddle passes X through, zeroes
+            // the saved statistics and updates no moving one.
+            const bool degenerate = !global && ch.count() <= 1;
+            if (degenerate) std::copy(xk, xk + ch.count(), yk);
+            else kernels::normalize_channel(xk, yk, ch, static_cast<T>(mu), inv, scale[k], bias[k]);
+            const bool update = !global && !degenerate;
+            if (mean_out) mean_out[k] = static_cast<T>(update ? m0 * mom + mu * (1 - mom) : m0);
+            if (var_out) var_out[k] = static_cast<T>(update ? v0 * mom + v * (1 - mom) : v0);
+            if (saved_mean) saved_mean[k] = degenerate ? T(0) : static_cast<T>(mu);
+            if (saved_inv) saved_inv[k] = degenerate ? T(0) : inv;
         });
     }
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct window_attrs {
 
 // Why attributes do not describe windows, or "".
 inline std::string window_attrs_error(const window_attrs& a) {
+    // Paddle's attributes are int32; larger values would overflow the sizes.
+    for (const auto* v : {a.strides, a.paddings, a.dilations})
+        if (v)
+            for (auto x : *v)
+                if (x > INT32_MAX) return "strides, paddings and dilations must fit in int32: " + ints_text(*v);
     if (a.strides->size() != 2) return "strides must have 2 values, not " + ints_text(*a.strides);
     for (auto s : *a.strides)
         if (s <= 0) return "strides must be positive: " + ints_text(*a.strides);
@@ -81,8 +87,11 @@ inline window_axis window_axis_of(const window_attrs& a, int i, std::int64_t in,
         w.p1 = p.size() == 2 ? p[static_cast<std::size_t>(i)] : p[static_cast<std::size_t>(2 * i + 1)];
     }
     if (in >= 0) {
+        // Paddle's division truncates toward zero: a window past the padded
+        // input by less than a stride still gives one output (the kernels
+        // clip it); a larger overhang gives none, an error.
         const std::int64_t span = in + w.p0 + w.p1 - (w.d * (k - 1) + 1);
-        w.out = span < 0 ? 0 : (a.ceil_mode ? (span + w.s - 1) / w.s : span / w.s) + 1;
+        w.out = std::max<std::int64_t>((a.ceil_mode ? (span + w.s - 1) / w.s : span / w.s) + 1, 0);
     }
     return w;
 }
@@ -299,7 +308,7 @@ struct pool2d_op {
         const auto& k = c.attr(ksize).ints;
         if (k.size() != 2) c.fail("dlgraph.shape.pool", "ksize must have 2 values, not " + ints_text(k));
         for (auto v : k)
-            if (v <= 0) c.fail("dlgraph.shape.pool", "ksize must be positive: " + ints_text(k));
+            if (v <= 0 || v > INT32_MAX) c.fail("dlgraph.shape.pool", "ksize must be positive int32 values: " + ints_text(k));
         const window_attrs wa{&c.attr(strides).ints, &c.attr(paddings).ints, nullptr, &c.attr(padding_algorithm).s,
                               c.attr(ceil_mode).b};
         if (const std::string e = window_attrs_error(wa); !e.empty()) c.fail("dlgraph.shape.pool", e);

@@ -30,8 +30,8 @@ struct batch_norm_op {
         const std::string& layout = c.attr(data_layout).s;
         if (layout == "NHWC") c.fail("dlgraph.shape.layout", "data_layout NHWC is not supported yet: batch_norm takes NCHW");
         if (layout != "NCHW") c.fail("dlgraph.shape.layout", "data_layout must be NCHW, not '" + layout + "'");
-        const double eps = c.attr(epsilon).f;
-        if (!(eps >= 0 && eps <= 1e-3))
+        const double eps = c.attr(epsilon).f;  // compared as Paddle's float: 0.001f is 0.0010000000475
+        if (!(eps >= 0 && static_cast<float>(eps) <= 1e-3f))
             c.fail("dlgraph.shape.batch_norm", "epsilon must be in [0, 0.001] (Paddle's range), not " + std::to_string(eps));
         const Shape& xs = c.shape(X);
         if (xs.rank() < 2 || xs.rank() > 5)
@@ -51,6 +51,7 @@ struct batch_norm_op {
 
     static void infer(const InferContext& c) {
         const std::int64_t ch = check(c, {Scale, Bias, Mean, Variance});
+        if (c.in_count(MomentumTensor)) c.dtype_in(MomentumTensor, {DataType::FP32, DataType::FP64});
         if (c.in_count(MomentumTensor) && c.shape(MomentumTensor).numel() != 1)
             c.fail("dlgraph.shape.batch_norm", "MomentumTensor is " + to_string(c.shape(MomentumTensor)) +
                                                    ": it must hold one value");
