@@ -121,7 +121,9 @@ struct batch_norm_grad_op {
     static void infer(const InferContext& c) {
         const std::int64_t ch = batch_norm_op::check(c, {Scale, Bias, SavedMean, SavedVariance, Mean, Variance});
         const bool global = global_stats(&c.attr(0));
-        for (int s : global ? std::initializer_list<int>{Mean, Variance} : std::initializer_list<int>{SavedMean, SavedVariance})
+        // (Two arrays: an initializer_list picked by ?: would outlive its elements.)
+        const int moving[] = {Mean, Variance}, saved[] = {SavedMean, SavedVariance};
+        for (int s : global ? moving : saved)
             if (!c.in_count(s))
                 c.fail("dlgraph.shape.batch_norm", std::string("the gradient with ") +
                                                        (global ? "the moving statistics" : "batch statistics") +
