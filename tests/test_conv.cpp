@@ -8,6 +8,7 @@
 #include "grad_check.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -316,6 +317,59 @@ TEST_CASE("max pool2d's gradient goes to the first of tied inputs") {
     const Tensor g = s.eval(std::vector<TargetRef>{grads[0].second}, std::vector<Feed>{})[0];
     const auto v = g.values<double>();
     CHECK(std::vector<double>(v.begin(), v.end()) == std::vector<double>{1, 0, 0, 0});
+}
+
+TEST_CASE("max pool2d's gradient: -0 ties +0, a NaN takes it, an Out no input equals gives none") {
+    // X, Out and Out@GRAD fed as they are, as Paddle's grad kernel reads them.
+    auto grad = [](std::vector<float> x, float out) {
+        Program p;
+        p.input<float>("x", {1, 1, 2, 2});
+        p.input<float>("out", {1, 1, 1, 1});
+        p.input<float>("dout", {1, 1, 1, 1});
+        std::vector<std::vector<std::string>> names;
+        p.append("pool2d_grad", {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"dout"}}}, {{"X@GRAD", 1}},
+                 {Attribute::make_string("pooling_type", "max"), Attribute::make_ints("ksize", {2, 2}),
+                  Attribute::make_ints("strides", {2, 2})},
+                 &names);
+        Session<cpu> s(p);
+        xt::xarray<float> xv = xt::adapt(x, std::vector<std::size_t>{1, 1, 2, 2});
+        xt::xarray<float> ov = xt::xarray<float>::from_shape({1, 1, 1, 1}), dv = ov;
+        ov(0, 0, 0, 0) = out;
+        dv(0, 0, 0, 0) = 2;
+        const Tensor g = s.eval(std::vector<TargetRef>{TargetRef(names[0][0])},
+                                std::vector<Feed>{{"x", xv}, {"out", ov}, {"dout", dv}})[0];
+        const auto v = g.values<float>();
+        return std::vector<float>(v.begin(), v.end());
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    CHECK(grad({-1, 0.0f, -0.0f, 3}, 3) == std::vector<float>{0, 0, 0, 2});
+    CHECK(grad({-1, -0.0f, 0.0f, -2}, 0.0f) == std::vector<float>{0, 2, 0, 0});  // -0 == +0: the first
+    CHECK(grad({1, nan, 5, nan}, nan) == std::vector<float>{0, 2, 0, 0});         // the first NaN
+    CHECK(grad({1, 2, 5, 4}, 7) == std::vector<float>{0, 0, 0, 0});              // no input equals Out
+}
+
+TEST_CASE("conv2d, its gradients and pool2d give the same bits on one thread and two") {
+    for (std::int64_t batch : {1, 3, 8}) {
+        CAPTURE(batch);
+        Program p;
+        auto x = p.parameter<float>("x", {batch, 4, 9, 9}, init::uniform(-1, 1, 2));
+        auto f = p.parameter<float>("f", {6, 4, 3, 3}, init::uniform(-0.5, 0.5, 3));
+        auto y = conv2d(x, f, Conv2d{.strides = {1, 2}, .paddings = {1, 1}});
+        auto loss = reduce_sum(max_pool2d(y * y, 2) + avg_pool2d(y, 2));
+        auto grads = append_backward(loss);
+        REQUIRE(grads.size() == 2);
+        std::vector<TargetRef> targets{y, loss};
+        for (auto& g : grads) targets.push_back(g.second);
+        Session<cpu> one(p, SessionOptions{.threads = 1}), two(p, SessionOptions{.threads = 2});
+        const auto a = one.eval(targets, std::vector<Feed>{});
+        const auto b = two.eval(targets, std::vector<Feed>{});
+        REQUIRE(a.size() == targets.size());
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            CAPTURE(k);
+            REQUIRE(a[k].bytes() == b[k].bytes());
+            CHECK(std::memcmp(a[k].raw(), b[k].raw(), a[k].bytes()) == 0);
+        }
+    }
 }
 
 TEST_CASE("flatten_contiguous_range: shapes, XShape, gradients") {

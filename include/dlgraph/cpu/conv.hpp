@@ -61,18 +61,44 @@ struct conv_products {
     }
 };
 
+// Runs f(n) for every image: split over the pool when there are images
+// enough for every thread, else one at a time (the GEMMs inside split).
+// Images are independent, so the result does not depend on the split.
+template <class F> void for_each_image(std::int64_t images, F f) {
+    if (images >= parallelism()) parallel_for(static_cast<int>(images), [&](int n) { f(n); });
+    else
+        for (std::int64_t n = 0; n < images; ++n) f(n);
+}
+
 struct conv2d_op : ops::conv2d_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const conv_products p(c.attrs, c.in(Input).shape(), c.in(Filter).shape());
         const T* x = c.in(Input).data<T>();
-        T* const ws = p.workspace<T>();
+        const T* f = c.in(Filter).data<T>();
         T* y = c.out(0).data<T>();
-        for (std::int64_t n = 0; n < p.images; ++n)
+        for_each_image(p.images, [&](std::int64_t n) {
+            T* const ws = p.workspace<T>();  // the running thread's
             for (std::int64_t g = 0; g < p.groups; ++g)
-                gemm<T>(false, false, p.mg, p.ohw, p.kk, T(1), p.filter(c.in(Filter).data<T>(), g), p.kk,
-                        p.columns(x, n, g, ws), p.ohw, false, p.output(y, n, g), p.ohw);
+                gemm<T>(false, false, p.mg, p.ohw, p.kk, T(1), p.filter(f, g), p.kk, p.columns(x, n, g, ws), p.ohw,
+                        false, p.output(y, n, g), p.ohw);
+        });
     }
 };
+
+// Filter@GRAD sums a product over the images: it is summed in `parts`
+// fixed runs of images, each into its own partial (the first into
+// Filter@GRAD itself), and the partials added in order. The runs depend on
+// the shapes alone, so the bits do not depend on the thread count; the
+// partials take at most partial_bytes.
+inline constexpr std::int64_t partial_bytes = std::int64_t(8) << 20;
+template <class T> std::int64_t filter_grad_parts(std::int64_t images, std::int64_t filter_numel) {
+    const std::int64_t fit = partial_bytes / std::max<std::int64_t>(1, filter_numel * std::int64_t(sizeof(T)));
+    return std::max<std::int64_t>(1, std::min({images, std::int64_t(8), fit + 1}));
+}
+template <class T> inline gemm_detail::workspace<T>& partials_workspace() {
+    static thread_local gemm_detail::workspace<T> ws;
+    return ws;
+}
 
 // Input@GRAD_g = col2im(Filter_g^T x Output@GRAD_g); Filter@GRAD_g = sum
 // over images of Output@GRAD_g x col^T.
@@ -80,26 +106,40 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(Input);
         const conv_products p(c.attrs, x.shape(), c.in(Filter).shape());
-        T* const ws = p.workspace<T>();
         const T* dy = c.in(DOutput).data<T>();
+        const T* f = c.in(Filter).data<T>();
         if (c.out_count(DInput)) {
             T* dx = c.out(DInput).data<T>();
-            if (!p.win.identity()) std::fill(dx, dx + x.numel(), T(0));
-            for (std::int64_t n = 0; n < p.images; ++n)
+            for_each_image(p.images, [&](std::int64_t n) {
+                T* const ws = p.workspace<T>();
+                if (!p.win.identity()) std::fill(dx + n * p.in_image, dx + (n + 1) * p.in_image, T(0));
                 for (std::int64_t g = 0; g < p.groups; ++g) {
                     T* image = dx + n * p.in_image + g * p.in_group();
-                    gemm<T>(true, false, p.kk, p.ohw, p.mg, T(1), p.filter(c.in(Filter).data<T>(), g), p.kk,
-                            p.output(dy, n, g), p.ohw, false, p.win.identity() ? image : ws, p.ohw);
+                    gemm<T>(true, false, p.kk, p.ohw, p.mg, T(1), p.filter(f, g), p.kk, p.output(dy, n, g), p.ohw,
+                            false, p.win.identity() ? image : ws, p.ohw);
                     if (!p.win.identity()) kernels::col2im_add(p.win, ws, image);
                 }
+            });
         }
         if (c.out_count(DFilter)) {
+            const std::int64_t fn = c.in(Filter).numel();
             T* df = c.out(DFilter).data<T>();
-            if (p.images == 0) std::fill(df, df + c.in(Filter).numel(), T(0));
-            for (std::int64_t n = 0; n < p.images; ++n)
-                for (std::int64_t g = 0; g < p.groups; ++g)
-                    gemm<T>(false, true, p.mg, p.kk, p.ohw, T(1), p.output(dy, n, g), p.ohw,
-                            p.columns(x.data<T>(), n, g, ws), p.ohw, n > 0, p.filter(df, g), p.kk);
+            if (p.images == 0) std::fill(df, df + fn, T(0));
+            const std::int64_t parts = filter_grad_parts<T>(p.images, fn);
+            T* const partials = parts > 1 ? partials_workspace<T>().get((parts - 1) * fn) : nullptr;
+            parallel_for(static_cast<int>(parts), [&](int k) {
+                T* const ws = p.workspace<T>();
+                T* const out = k == 0 ? df : partials + (k - 1) * fn;
+                for (std::int64_t n = p.images * k / parts, e = p.images * (k + 1) / parts; n < e; ++n)
+                    for (std::int64_t g = 0; g < p.groups; ++g)
+                        gemm<T>(false, true, p.mg, p.kk, p.ohw, T(1), p.output(dy, n, g), p.ohw,
+                                p.columns(x.data<T>(), n, g, ws), p.ohw, n > p.images * k / parts, p.filter(out, g),
+                                p.kk);
+            });
+            for (std::int64_t k = 1; k < parts; ++k) {
+                const T* part = partials + (k - 1) * fn;
+                for (std::int64_t i = 0; i < fn; ++i) df[i] += part[i];
+            }
         }
     }
 };
