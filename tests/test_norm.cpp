@@ -206,6 +206,77 @@ TEST_CASE("batch_norm's moving statistics are persistable and saved in checkpoin
     CHECK(std::memcmp(m.raw(), m2.raw(), m.bytes()) == 0);
 }
 
+TEST_CASE("batch_norm shared by name: a test branch on the training branch's statistics") {
+    Program p;
+    auto x = p.input<double>("x", {-1, 2, 3, 3});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto f = p.parameter<double>("f", {2, 2, 3, 3}, init::uniform(-0.5, 0.5, 1));
+    auto w = p.parameter<double>("w", {18, 2}, init::uniform(-0.5, 0.5, 2));
+    auto net = [&](bool training) {
+        auto h = relu(batch_norm(conv2d(x, f, {{1, 1}, {1, 1}}), "bn", BatchNorm{.is_test = !training}));
+        return matmul(flatten(h), w);
+    };
+    auto test = net(false);  // first: see batch_norm's comment
+    const std::size_t test_ops = p.op_count();
+    auto loss = mean(softmax_with_cross_entropy(net(true), label).second);
+    auto step = SGD(0.1).minimize(loss);
+    // One set of parameters and statistics.
+    std::size_t bn_vars = 0;
+    for (auto& v : p.desc().blocks[0].vars) bn_vars += v.persistable && v.name.starts_with("bn.");
+    CHECK(bn_vars == 4);
+    // The test branch writes no statistics.
+    for (auto& op : p.desc().blocks[0].ops)
+        if (op.type == "batch_norm" && op.attr("is_test")->b) CHECK(op.outputs.size() == 1);
+
+    Session<cpu> s(p);
+    xt::xarray<double> xv = random({4, 2, 3, 3}, 5);
+    xt::xarray<std::int64_t> lv = xt::zeros<std::int64_t>({4, 1});
+    lv(1, 0) = lv(2, 0) = 1;
+    const std::vector<Feed> feeds{{"x", xv}, {"label", lv}};
+    // A training step runs none of the test branch's ops.
+    for (auto& st : s.plan(step.targets(), std::vector<std::string>{"x", "label"}).steps)
+        CHECK(st.op_index >= static_cast<int>(test_ops));
+    for (int it = 0; it < 3; ++it) s.eval(step.targets(), feeds);
+    auto stored = [&](const char* name) { return to_xarray<double>(s.scope().var(name).get<Tensor>()); };
+    const xt::xarray<double> mean_after = stored("bn.mean"), var_after = stored("bn.variance");
+    CHECK(mean_after(0) != 0.0);
+    // Evaluating the test branch updates nothing and repeats, and it
+    // normalizes with the statistics the training kept.
+    const xt::xarray<double> y1 = s.eval(test, {{x, xv}}), y2 = s.eval(test, {{x, xv}});
+    CHECK(y1 == y2);
+    CHECK(stored("bn.mean") == mean_after);
+    CHECK(stored("bn.variance") == var_after);
+    const xt::xarray<double> fv = stored("f"), wv = stored("w"), scale = stored("bn.scale"), bias = stored("bn.bias");
+    const std::vector<double> m(mean_after.begin(), mean_after.end()), v(var_after.begin(), var_after.end());
+    const std::vector<double> sc(scale.begin(), scale.end()), bi(bias.begin(), bias.end());
+    Program q;  // the same test branch alone, as a reference
+    auto qx = q.input<double>("x", {-1, 2, 3, 3});
+    auto qf = q.input<double>("f", {2, 2, 3, 3});
+    auto conv = q.rename(conv2d(qx, qf, {{1, 1}, {1, 1}}), "conv");
+    Session<cpu> r(q);
+    const xt::xarray<double> c = r.eval(conv, {{qx, xv}, {qf, fv}});
+    const bn_reference want = batch_norm_reference(c, sc, bi, 1e-5, &m, &v);
+    const xt::xarray<double> h = xt::reshape_view(xt::eval(xt::maximum(want.y, 0.0)), {4, 18});
+    xt::xarray<double> y = xt::zeros<double>({4, 2});
+    for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = 0; j < 2; ++j)
+            for (std::size_t k = 0; k < 18; ++k) y(i, j) += h(i, k) * wv(k, j);
+    CHECK(xt::allclose(y1, y, 1e-12, 1e-12));
+}
+
+TEST_CASE("batch_norm: a NAME shared with another kind of variable is an error") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 3, 4, 4});
+    p.parameter<float>("bn.scale", {4}, init::constant(1));
+    CHECK_THROWS_CONTAINING(batch_norm(x, "bn"), graph_error,
+                            "variable 'bn.scale' is already declared as FP32 [4]: it cannot be shared as the parameter [3]");
+    p.input<float>("bn2.scale", {3});
+    CHECK_THROWS_CONTAINING(batch_norm(x, "bn2"), graph_error, "not persistable");
+    auto xd = p.input<double>("xd", {-1, 3, 4, 4});
+    batch_norm(x, "bn3");
+    CHECK_THROWS_AS(batch_norm(xd, "bn3"), type_error);
+}
+
 TEST_CASE("batch_norm: the errors") {
     Program p;
     auto x = p.input<float>("x", {-1, 3, 4, 4});

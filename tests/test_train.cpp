@@ -124,6 +124,13 @@ TEST_CASE("initializers: same seed, same values; scale follows the fans") {
     CHECK(xt::amax(xt::abs(av))() > 0.95 * limit);
     const double sd = std::sqrt(xt::mean(bv * bv)());
     CHECK(sd == doctest::Approx(std::sqrt(2.0 / 400)).epsilon(0.03));
+    // A convolution's filter [out, in, kh, kw]: fan_in = in * kh * kw, as
+    // in Paddle (not out * kh * kw).
+    auto f = p.parameter<double>("f", {8, 50, 3, 3}, init::kaiming_uniform(4));
+    const xt::xarray<double> fv = s.eval(f);
+    const double flimit = std::sqrt(6.0 / (50 * 9));
+    CHECK(xt::amax(xt::abs(fv))() <= flimit);
+    CHECK(xt::amax(xt::abs(fv))() > 0.95 * flimit);
 }
 
 TEST_CASE("a small classifier learns (softmax cross-entropy, Adam)") {

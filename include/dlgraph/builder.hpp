@@ -49,9 +49,10 @@ struct Initializer {
     scheme kind = scheme::fixed;
     std::int64_t seed = 0;
 
-    // The op attributes for a parameter of `dims`. Fans follow the usual
-    // convention: a [in, out] weight has fan_in = in, fan_out = out; other
-    // ranks multiply the trailing dims into both (a receptive field).
+    // The op attributes for a parameter of `dims`. Fans follow Paddle's
+    // convention: a [in, out] weight has fan_in = in, fan_out = out; a
+    // filter [out, in, k...] has fan_in = in * k..., fan_out = out * k...
+    // (its receptive field); a [n] vector has both n.
     std::vector<Attribute> resolve(const Shape& dims) const;
 };
 namespace init {
@@ -485,9 +486,31 @@ struct BatchNorm {
     bool use_global_stats = false;  // the same while training (the gradient follows)
 };
 
+namespace detail {
+// Parameter NAME of `dims`: the one declared already (same dtype and dims),
+// or a new one.
+template <element_type T>
+Var<T> shared_parameter(Program& p, const std::string& name, const Shape& dims, const Initializer& init, bool trainable) {
+    const VarDesc* vd = p.desc().blocks[0].find_var(name);
+    if (!vd) return p.parameter<T>(name, dims, init, trainable);
+    if (!vd->persistable || Shape(vd->dims) != dims || p.is_trainable(name) != trainable)
+        throw graph_error("dlgraph.graph.duplicate", "variable '" + name + "' is already declared as " +
+                                                         to_string(vd->data_type) + " " + to_string(Shape(vd->dims)) +
+                                                         (vd->persistable ? "" : ", not persistable") +
+                                                         ": it cannot be shared as the parameter " + to_string(dims));
+    return p.var<T>(name);
+}
+}  // namespace detail
+
 // Batch normalization of x [N, C, ...] per channel: creates the trainable
 // NAME.scale (1) and NAME.bias (0) and the persistable moving statistics
 // NAME.mean (0) and NAME.variance (1), which training updates in place.
+// A second batch_norm with the same NAME shares them: a network built
+// twice, for training and with is_test for evaluation, normalizes its test
+// branch with the statistics its training branch keeps. Build the test
+// branch first: program order is dataflow, and a test branch after the
+// training one reads the statistics as that one updates them (evaluating
+// it would run the training branch's batch norm).
 template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& name, const BatchNorm& o = {}) {
     auto st = detail::state_of(x);
     Program p(st);
@@ -496,19 +519,28 @@ template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& 
         throw shape_error("dlgraph.shape.batch_norm", "batch_norm '" + name + "': X is " + to_string(xs) +
                                                           ": it needs rank >= 2 and a known channel dim 1");
     const Shape c{xs[1]};
-    auto scale = p.parameter<T>(name + ".scale", c, init::constant(1));
-    auto bias = p.parameter<T>(name + ".bias", c, init::constant(0));
-    auto mean = p.parameter<T>(name + ".mean", c, init::constant(0), false);
-    auto var = p.parameter<T>(name + ".variance", c, init::constant(1), false);
+    auto scale = detail::shared_parameter<T>(p, name + ".scale", c, init::constant(1), true);
+    auto bias = detail::shared_parameter<T>(p, name + ".bias", c, init::constant(0), true);
+    auto mean = detail::shared_parameter<T>(p, name + ".mean", c, init::constant(0), false);
+    auto var = detail::shared_parameter<T>(p, name + ".variance", c, init::constant(1), false);
+    // With the moving statistics normalizing, the op updates nothing: it
+    // writes no MeanOut and VarianceOut (which would make it a writer of the
+    // statistics that later readers wait for), and in a test no SavedMean
+    // and SavedVariance (no gradient reads them).
+    const bool global = o.is_test || o.use_global_stats;
+    std::vector<std::pair<std::string, int>> outs{{"Y", 1}};
+    if (!o.is_test) outs.insert(outs.end(), {{"SavedMean", 1}, {"SavedVariance", 1}});
+    std::vector<OpSlot> updates;
+    if (!global) updates = {{"MeanOut", {mean.name()}}, {"VarianceOut", {var.name()}}};
     std::vector<std::vector<std::string>> names;
     const int idx = p.append("batch_norm",
                              {{"X", {x.name()}}, {"Scale", {scale.name()}}, {"Bias", {bias.name()}},
                               {"Mean", {mean.name()}}, {"Variance", {var.name()}}},
-                             {{"Y", 1}, {"SavedMean", 1}, {"SavedVariance", 1}},
+                             outs,
                              {Attribute::make_bool("is_test", o.is_test), Attribute::make_float("momentum", o.momentum),
                               Attribute::make_float("epsilon", o.epsilon),
                               Attribute::make_bool("use_global_stats", o.use_global_stats)},
-                             &names, {{"MeanOut", {mean.name()}}, {"VarianceOut", {var.name()}}});
+                             &names, updates);
     return Var<T>(st, names[0][0], idx);
 }
 
@@ -645,8 +677,9 @@ DLGRAPH_INLINE std::vector<Attribute> Initializer::resolve(const Shape& dims) co
     else if (dims.rank() >= 2) {
         double field = 1;
         for (int i = 2; i < dims.rank(); ++i) field *= static_cast<double>(dims[i]);
-        fan_in = static_cast<double>(dims[0]) * field;
-        fan_out = static_cast<double>(dims[1]) * field;
+        const int in = dims.rank() == 2 ? 0 : 1;
+        fan_in = static_cast<double>(dims[in]) * field;
+        fan_out = static_cast<double>(dims[1 - in]) * field;
     }
     const bool uniform = kind == scheme::xavier_uniform || kind == scheme::kaiming_uniform;
     const double var = (kind == scheme::xavier_uniform || kind == scheme::xavier_normal) ? 2.0 / (fan_in + fan_out)
