@@ -1,8 +1,12 @@
 // Trains an MLP (784-256-10, ReLU, softmax cross-entropy, Adam with a
 // learning rate decayed each epoch) on
 // Fashion-MNIST with dlgraph, reports test accuracy after each epoch, saves
-// a checkpoint, and writes the loss and accuracy curves as SVG.
-//   fashion_mnist [--data DIR] [--epochs N] [--batch N] [--lr X] [--decay X] [--hidden N] [--limit N] [--out DIR]
+// a checkpoint, and writes the loss and accuracy curves as SVG. With
+// --model cnn, a convolutional network instead: two blocks of 3x3
+// convolution, batch norm, ReLU and 2x2 max pooling, then a hidden fully
+// connected layer with dropout, and the output layer.
+//   fashion_mnist [--model mlp|cnn] [--data DIR] [--epochs N] [--batch N] [--lr X] [--decay X] [--hidden N]
+//                 [--channels C1,C2] [--limit N] [--threads N] [--out DIR]
 //   fashion_mnist --eval-only CHECKPOINT_DIR     (a new process, same accuracy)
 //   fashion_mnist --device cuda ...              (on the GPU, in a build with dlgraph::cuda)
 #include <dlgraph/checkpoint.hpp>
@@ -21,6 +25,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "fashion_mnist_models.hpp"
 #include "svg_plot.hpp"
 
 using namespace dlgraph;
@@ -29,15 +34,18 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 struct options {
+    std::string model = "mlp";  // or cnn
     std::string data = "/usr/share/datasets/fashion-mnist";
     std::string out = "out";
     std::string eval_only;
-    int epochs = 12;
+    int epochs = 0;  // 0: the model's default (mlp 12, cnn 8)
     int batch = 64;
-    int hidden = 256;
+    int hidden = 0;  // 0: the model's default (mlp 256, cnn 128)
+    std::int64_t channels[2] = {32, 64};  // cnn: the two convolutions' output channels
     double lr = 1e-3;
     double decay = 0.75;  // learning rate multiplier per epoch
     std::int64_t limit = 0;  // use only the first N training examples (0: all)
+    int threads = 0;         // per kernel (0: every core); results do not depend on it
     std::string device = "cpu";  // cpu, or cuda (a build with the CUDA backend)
 };
 
@@ -49,7 +57,8 @@ options parse(int argc, char** argv) {
             if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
             return argv[++i];
         };
-        if (a == "--data") o.data = next();
+        if (a == "--model") o.model = next();
+        else if (a == "--data") o.data = next();
         else if (a == "--out") o.out = next();
         else if (a == "--eval-only") o.eval_only = next();
         else if (a == "--epochs") o.epochs = std::stoi(next());
@@ -58,9 +67,21 @@ options parse(int argc, char** argv) {
         else if (a == "--lr") o.lr = std::stod(next());
         else if (a == "--decay") o.decay = std::stod(next());
         else if (a == "--limit") o.limit = std::stoll(next());
+        else if (a == "--channels") {
+            const std::string v = next();
+            const auto comma = v.find(',');
+            if (comma == std::string::npos) throw std::runtime_error("--channels needs C1,C2, not " + v);
+            o.channels[0] = std::stoll(v.substr(0, comma));
+            o.channels[1] = std::stoll(v.substr(comma + 1));
+        }
         else if (a == "--device") o.device = next();
+        else if (a == "--threads") o.threads = std::stoi(next());
         else throw std::runtime_error("unknown option " + a + " (see the comment at the top of fashion_mnist.cpp)");
     }
+    if (o.model != "mlp" && o.model != "cnn") throw std::runtime_error("unknown model '" + o.model + "' (mlp or cnn)");
+    const bool cnn = o.model == "cnn";
+    if (o.epochs == 0) o.epochs = cnn ? 8 : 12;
+    if (o.hidden == 0) o.hidden = cnn ? 128 : 256;
     return o;
 }
 
@@ -76,15 +97,11 @@ model build(const options& o) {
     Program& p = m.p;
     auto x = p.input<float>("x", {-1, 784});
     auto label = p.input<std::int64_t>("label", {-1, 1});
-    auto w1 = p.parameter<float>("fc1.w", {784, o.hidden}, init::kaiming_uniform(1));
-    auto b1 = p.parameter<float>("fc1.b", {o.hidden}, init::constant(0));
-    auto w2 = p.parameter<float>("fc2.w", {o.hidden, 10}, init::xavier_uniform(2));
-    auto b2 = p.parameter<float>("fc2.b", {10}, init::constant(0));
-    auto h = relu(matmul(x, w1) + b1);
-    auto logits = p.rename(matmul(h, w2) + b2, "logits");
-    auto [softmax_out, xent] = softmax_with_cross_entropy(logits, label);
-    auto prob = p.rename(softmax_out, "prob");  // what a fixed model returns (examples/embedded)
-    auto loss = p.rename(mean(xent), "loss");
+    const fashion_mnist::logits l = o.model == "cnn" ? fashion_mnist::cnn(p, x, o.channels[0], o.channels[1], o.hidden)
+                                                     : fashion_mnist::mlp(p, x, o.hidden);
+    // The loss trains; "prob" and "accuracy" evaluate.
+    auto loss = p.rename(mean(softmax_with_cross_entropy(l.train, label).second), "loss");
+    auto prob = p.rename(softmax(p.rename(l.test, "logits")), "prob");  // what a fixed model returns (examples/embedded)
     auto [top1, top1_index] = top_k(prob, 1);
     p.rename(accuracy(top1, top1_index, label), "accuracy");
     m.step = Adam(o.lr).minimize(loss);
@@ -130,7 +147,7 @@ template <class Device> int train(const options& o) {
                 std::chrono::duration<double>(clock_type::now() - t0).count());
 
     model m = build(o);
-    Session<Device> s(m.p);
+    Session<Device> s(m.p, SessionOptions{.threads = o.threads});
     data::batcher batches(train_set, o.batch, /*seed=*/42);
     const std::vector<TargetRef> targets = m.step.with({TargetRef("loss")});
     std::vector<Tensor> out(targets.size());
@@ -162,8 +179,9 @@ template <class Device> int train(const options& o) {
             if (tty ? ((b + 1) % 10 == 0 || b + 1 == nb) : ((b + 1) % (nb / 4 + 1) == 0)) {
                 const double secs = std::chrono::duration<double>(clock_type::now() - epoch_start).count();
                 const double rate = static_cast<double>((b + 1) * o.batch) / secs;
-                const double left = secs / static_cast<double>(b + 1) * static_cast<double>(nb - b - 1) +
-                                    secs * (o.epochs - epoch);
+                // The batches left at this epoch's rate (evaluations not counted).
+                const double left = secs / static_cast<double>(b + 1) *
+                                    static_cast<double>(nb - b - 1 + nb * (o.epochs - epoch));
                 progress(epoch, o.epochs, b + 1, nb, loss_sum / static_cast<double>(b + 1), rate, left, tty);
             }
         }
@@ -175,21 +193,21 @@ template <class Device> int train(const options& o) {
     }
     const double train_secs = std::chrono::duration<double>(clock_type::now() - train_start).count();
     std::filesystem::create_directories(o.out);
-    const std::string ckpt = o.out + "/fashion_mnist_model";
+    const std::string stem = o.out + (o.model == "cnn" ? "/fashion_mnist_cnn" : "/fashion_mnist");
+    const std::string ckpt = stem + "_model";
     save_checkpoint(s, ckpt);
-    svg_plot::write(o.out + "/fashion_mnist_curves.svg",
-                    {{"training loss (mean of 50 batches)", "epoch", loss_curve, "#d62728"},
-                     {"test accuracy", "epoch", acc_curve, "#1f77b4"}});
+    svg_plot::write(stem + "_curves.svg", {{"training loss (mean of 50 batches)", "epoch", loss_curve, "#d62728"},
+                                           {"test accuracy", "epoch", acc_curve, "#1f77b4"}});
     auto [acc, correct] = evaluate(s, test_set);
     std::printf("trained in %.1fs; final test accuracy %.4f (%lld/%lld)\n", train_secs, acc,
                 static_cast<long long>(correct), static_cast<long long>(test_set.count));
-    std::printf("saved the checkpoint to %s and the curves to %s/fashion_mnist_curves.svg\n", ckpt.c_str(), o.out.c_str());
+    std::printf("saved the checkpoint to %s and the curves to %s_curves.svg\n", ckpt.c_str(), stem.c_str());
     return 0;
 }
 
 template <class Device> int eval_only(const options& o) {
     data::dataset test_set = data::load_images_and_labels(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
-    Session<Device> s(load_checkpoint_program(o.eval_only));
+    Session<Device> s(load_checkpoint_program(o.eval_only), SessionOptions{.threads = o.threads});
     load_checkpoint(s, o.eval_only);
     auto [acc, correct] = evaluate(s, test_set);
     std::printf("loaded %s; final test accuracy %.4f (%lld/%lld)\n", o.eval_only.c_str(), acc,
