@@ -1,6 +1,7 @@
 // The programs the fixed-model tests emit and compare with Session<cpu>:
 // the demo's MLP (784-256-10 at batch 1; 784-64-10 at batch 16, the packed
-// GEMM with its workspace, smaller to keep the header small) and random programs of
+// GEMM with its workspace, smaller to keep the header small), its CNN with
+// the other window ops, and random programs of
 // element-wise ops, products, softmax, reductions and shape ops, each with
 // its weights. Deterministic: gen_models (which emits the headers at build
 // time) and test_fixed (which runs them) build the same cases.
@@ -20,8 +21,9 @@ namespace fixed_cases {
 using namespace dlgraph;
 
 inline constexpr int random_count = 60;  // random programs (half FP32, half FP64)
-inline constexpr int count = random_count + 3;  // and the MLP at batch 1 and 16, and clash_case
+inline constexpr int count = random_count + 4;  // and the MLP at batch 1 and 16, clash_case and cnn_case
 inline constexpr int clash_index = random_count + 2;
+inline constexpr int cnn_index = random_count + 3;
 
 struct fixed_case {
     Program program;
@@ -232,12 +234,58 @@ inline fixed_case clash_case() {
     return std::move(b.c);
 }
 
-// Case i < count. `small`: the MLPs with 16 hidden units (the sanitizer
-// builds, where compiling 200,000 weights costs minutes).
+// The demo's CNN (examples/fashion_mnist_models.hpp) as it evaluates, batch
+// norm on its moving statistics, with random weights and statistics, and
+// beside it the window ops' other paths: a strided, dilated, grouped
+// convolution, a depthwise one, a 1x1 one (no column matrix) and average
+// pooling with padding, ceil_mode and the padding in the divisor.
+inline fixed_case cnn_case(bool small) {
+    builder<float> b(0xc22u);
+    Program& p = b.c.program;
+    const std::int64_t c1 = small ? 4 : 32, c2 = small ? 8 : 64, batch = 2;
+    auto param = [&](const std::string& name, const Shape& s, double lo, double hi) {
+        auto v = p.parameter<float>(name, s, init::constant(0));
+        b.c.weights[name] = random_tensor<float>(b.r, s, lo, hi);
+        return v;
+    };
+    auto norm = [&](const Var<float>& h, const std::string& name) {
+        auto y = batch_norm(h, name, BatchNorm{.is_test = true});
+        const Shape c{h.shape()[1]};
+        b.c.weights[name + ".scale"] = random_tensor<float>(b.r, c, 0.5, 1.5);
+        b.c.weights[name + ".bias"] = random_tensor<float>(b.r, c, -0.2, 0.2);
+        b.c.weights[name + ".mean"] = random_tensor<float>(b.r, c, -0.5, 0.5);
+        b.c.weights[name + ".variance"] = random_tensor<float>(b.r, c, 0.5, 2.0);
+        return y;
+    };
+    auto x = p.input<float>("x", {batch, 784});
+    auto k1 = param("conv1.w", {c1, 1, 3, 3}, -0.5, 0.5);
+    auto k2 = param("conv2.w", {c2, c1, 3, 3}, -0.2, 0.2);
+    const Conv2d same{.paddings = {1, 1}};
+    auto h = max_pool2d(relu(norm(conv2d(reshape(x, {-1, 1, 28, 28}), k1, same), "bn1")), 2);  // [2, c1, 14, 14]
+    h = max_pool2d(relu(norm(conv2d(h, k2, same), "bn2")), 2);                                 // [2, c2, 7, 7]
+    auto strided = conv2d(h, param("conv3.w", {c2, c2 / 2, 3, 3}, -0.2, 0.2),
+                          Conv2d{.strides = {2, 2}, .paddings = {1, 1}, .dilations = {2, 2}, .groups = 2});  // [2, c2, 3, 3]
+    auto deep = conv2d(relu(depthwise_conv2d(h, param("dw.w", {c2, 1, 3, 3}, -0.5, 0.5), same)),
+                       param("pw.w", {c2, c2, 1, 1}, -0.3, 0.3));  // [2, c2, 7, 7]
+    auto pooled = pool2d(deep, Pool2d{.pooling_type = "avg", .ksize = {3, 3}, .strides = {2, 2}, .paddings = {1, 1},
+                                      .exclusive = false, .ceil_mode = true});  // [2, c2, 4, 4]
+    auto logits = matmul(flatten(h), param("fc.w", {c2 * 49, 10}, -0.05, 0.05)) +
+                  matmul(flatten(strided), param("fs.w", {c2 * 9, 10}, -0.05, 0.05)) +
+                  matmul(flatten(pooled), param("fp.w", {c2 * 16, 10}, -0.05, 0.05)) + param("fc.b", {10}, -0.1, 0.1);
+    p.rename(softmax(logits), "prob");
+    b.c.feeds.push_back({"x", Shape{batch, 784}});
+    b.c.fetches = {"prob"};
+    return std::move(b.c);
+}
+
+// Case i < count. `small`: the MLPs with 16 hidden units and a CNN with
+// fewer channels (the sanitizer builds, where compiling 200,000 weights
+// costs minutes).
 inline fixed_case make_case(int i, bool small = false) {
     if (i == random_count) return mlp_case(1, small ? 16 : 256);
     if (i == random_count + 1) return mlp_case(16, small ? 16 : 64);
     if (i == clash_index) return clash_case();
+    if (i == cnn_index) return cnn_case(small);
     return i % 2 == 0 ? random_case<float>(i) : random_case<double>(i);
 }
 

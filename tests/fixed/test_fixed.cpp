@@ -22,7 +22,7 @@ template <class T> void fill_random(fixed_cases::rng& r, Tensor& t) {
 
 }  // namespace
 
-TEST_CASE("fixed models give Session<cpu>'s bits (generated programs and the demo's MLP)") {
+TEST_CASE("fixed models give Session<cpu>'s bits (generated programs, the demo's MLP and CNN)") {
     static_assert(std::size(fixed_entries) == fixed_cases::count);
     int compared = 0;
     for (int i = 0; i < fixed_cases::count; ++i) {

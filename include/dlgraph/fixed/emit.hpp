@@ -32,9 +32,12 @@
 
 #include "dlgraph/checkpoint.hpp"
 #include "dlgraph/dlgraph.hpp"
+#include "dlgraph/kernels/conv.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/kernels/matmul.hpp"
 #include "dlgraph/kernels/quant.hpp"
+#include "dlgraph/ops/conv.hpp"
+#include "dlgraph/ops/norm.hpp"
 #include "dlgraph/ops/reduce.hpp"
 
 namespace dlgraph::fixed {
@@ -572,6 +575,15 @@ private:
           << m << ", " << n << ", " << k << ", " << alpha << ", " << a << ", " << lda << ", " << b << ", " << ldb << ", "
           << c << ", " << ldc << ", ws, " << ws << ");\n";
     }
+    // A window's geometry as a named constant of the step; returns its name.
+    std::string window_constant(std::ostream& o, const kernels::window2d& g) {
+        const std::string name = constant_name("window");
+        o << "    static constexpr dlgraph::kernels::window2d " << name << "{.c = " << g.c << ", .h = " << g.h
+          << ", .w = " << g.w << ", .kh = " << g.kh << ", .kw = " << g.kw << ", .oh = " << g.oh << ", .ow = " << g.ow
+          << ", .sh = " << g.sh << ", .sw = " << g.sw << ", .pt = " << g.pt << ", .pl = " << g.pl << ", .pb = " << g.pb
+          << ", .pr = " << g.pr << ", .dh = " << g.dh << ", .dw = " << g.dw << "};\n";
+        return name;
+    }
     void copy(std::ostream& o, int from, int to) {
         if (same_storage(from, to) || numel(to) == 0) return;
         o << "    dlgraph::kernels::copy_elements(" << ptr(from) << ", " << numel(to) << ", " << ptr(to) << ");\n";
@@ -799,6 +811,58 @@ inline bool emitter::step(int s, std::ostream& o) {
                   << at * inner << ", " << ws[a] * inner << ", " << pn << ", " << dn << ");\n";
             at += width;
         }
+        return true;
+    }
+    if (type == "conv2d" || type == "depthwise_conv2d") {
+        if (!fp) return false;
+        const int x = in(st, 0), f = in(st, 1), y = out(st, 0);
+        const Shape &xs = meta(x).shape, &fs = meta(f).shape;
+        const auto [ha, wa] = ops::conv2d_op::axes(st.attrs.data(), xs, fs);
+        const std::int64_t groups = attr(ops::conv2d_op::groups).i;
+        const kernels::window2d g = ops::window_of(xs[1] / groups, ha, wa);
+        const std::int64_t mg = fs[0] / groups;
+        if (numel(y) == 0) return true;
+        const std::string ws = "dlgraph::fixed::conv2d_workspace_bytes<" + T + ">(" + (g.identity() ? "true" : "false") +
+                               ", " + std::to_string(mg) + ", " + std::to_string(g.col_rows()) + ", " +
+                               std::to_string(g.col_cols()) + ")";
+        workspaces.push_back(ws);
+        const std::string win = window_constant(o, g);
+        o << "    dlgraph::fixed::conv2d<" << T << ">(" << win << ", " << xs[0] << ", " << groups << ", " << mg << ", "
+          << ptr(x) << ", " << ptr(f) << ", " << ptr(y) << ", ws, " << ws << ");\n";
+        return true;
+    }
+    if (type == "pool2d") {
+        if (!fp) return false;
+        const int x = in(st, 0), y = out(st, 0);
+        const Shape& xs = meta(x).shape;
+        const auto [ha, wa] = ops::pool2d_op::axes(st.attrs.data(), xs);
+        if (numel(y) == 0) return true;
+        const std::string win = window_constant(o, ops::window_of(1, ha, wa));
+        auto flag = [&](int k) { return attr(k).b ? "true" : "false"; };
+        o << "    dlgraph::fixed::pool2d(" << win << ", " << xs[0] * xs[1] << ", "
+          << (attr(ops::pool2d_op::pooling_type).s == "max" ? "true" : "false") << ", " << flag(ops::pool2d_op::adaptive)
+          << ", " << flag(ops::pool2d_op::exclusive) << ", " << ptr(x) << ", " << ptr(y) << ");\n";
+        return true;
+    }
+    if (type == "batch_norm") {
+        // Inference only: the moving statistics normalize, nothing is
+        // updated, and only Y is written.
+        using bn = ops::batch_norm_op;
+        if (!fp || !bn::global_stats(st.attrs.data()) || in_count(st, bn::MomentumTensor)) return false;
+        for (int slot : {bn::MeanOut, bn::VarianceOut, bn::SavedMean, bn::SavedVariance, bn::ReserveSpace})
+            if (out_count(st, slot)) return false;
+        const int x = in(st, bn::X), y = out(st, bn::Y);
+        const Shape& xs = meta(x).shape;
+        if (xs.numel() == 0) return true;
+        o << "    dlgraph::fixed::batch_norm_inference(" << ptr(x) << ", " << ptr(y) << ", " << xs[0] << ", " << xs[1]
+          << ", " << ops::dim_product(xs, 2, xs.rank()) << ", " << ptr(in(st, bn::Scale)) << ", "
+          << ptr(in(st, bn::Bias)) << ", " << ptr(in(st, bn::Mean)) << ", " << ptr(in(st, bn::Variance)) << ", "
+          << double_literal(attr(bn::epsilon).f) << ");\n";
+        return true;
+    }
+    if (type == "flatten_contiguous_range") {
+        if (T.empty()) return false;
+        copy(o, in(st, 0), out(st, 0));  // XShape holds nothing
         return true;
     }
     if (type == "cast") {

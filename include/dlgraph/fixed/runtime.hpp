@@ -10,12 +10,15 @@
 // where that does not change a bit).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "dlgraph/kernels/config.hpp"
+#include "dlgraph/kernels/conv.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/kernels/gemm.hpp"
+#include "dlgraph/kernels/norm.hpp"
 #include "dlgraph/kernels/quant.hpp"
 #include "dlgraph/kernels/reduce.hpp"
 #include "dlgraph/kernels/shape.hpp"
@@ -51,6 +54,58 @@ inline void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std
     // The emitter sized and aligned the workspace, so the core cannot refuse it.
     (void)kernels::gemm_serial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, false, c, ldc,
                                reinterpret_cast<T*>(ws), static_cast<std::int64_t>(ws_bytes / sizeof(T)));
+}
+
+// ---- convolutional networks (as cpu/conv.hpp and cpu/norm.hpp) ----------------
+
+// Bytes of a convolution's workspace: its column matrix (kk x ohw, none for
+// a window that reads the image as it is), rounded to 64 bytes, then its
+// product's workspace.
+template <class T>
+constexpr std::size_t conv2d_workspace_bytes(bool identity, std::int64_t mg, std::int64_t kk, std::int64_t ohw) noexcept {
+    const std::size_t col = identity ? 0 : (sizeof(T) * static_cast<std::size_t>(kk * ohw) + 63) / 64 * 64;
+    return col + gemm_workspace_bytes<T>(false, mg, ohw, kk);
+}
+
+// y [images, groups * mg, oh, ow] = x [images, groups * g.c, h, w] (*)
+// f [groups * mg, g.c, kh, kw]: per image and group, the column matrix and
+// one product, as cpu_ops::conv2d_op.
+template <class T>
+inline void conv2d(const kernels::window2d& g, std::int64_t images, std::int64_t groups, std::int64_t mg, const T* x,
+                   const T* f, T* y, std::byte* ws, std::size_t ws_bytes) noexcept {
+    const std::int64_t kk = g.col_rows(), ohw = g.col_cols(), in_group = g.c * g.h * g.w;
+    const std::size_t col_bytes = conv2d_workspace_bytes<T>(g.identity(), 0, kk, ohw);
+    T* const col = reinterpret_cast<T*>(ws);
+    for (std::int64_t n = 0; n < images; ++n)
+        for (std::int64_t k = 0; k < groups; ++k) {
+            const T* image = x + (n * groups + k) * in_group;
+            if (!g.identity()) kernels::im2col(g, image, col);
+            gemm<T>(false, false, mg, ohw, kk, T(1), f + k * mg * kk, kk, g.identity() ? image : col, ohw,
+                    y + (n * groups + k) * mg * ohw, ohw, ws + col_bytes, ws_bytes - col_bytes);
+        }
+}
+
+// Max or average pooling of `planes` channels (h x w each, g.c = 1).
+template <class T>
+inline void pool2d(const kernels::window2d& g, std::int64_t planes, bool is_max, bool adaptive, bool exclusive,
+                   const T* x, T* y) noexcept {
+    const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+    for (std::int64_t i = 0; i < planes; ++i)
+        if (is_max) kernels::max_pool2d(g, adaptive, x + i * in_plane, y + i * out_plane);
+        else kernels::avg_pool2d(g, adaptive, exclusive, x + i * in_plane, y + i * out_plane);
+}
+
+// Batch normalization with the moving statistics (is_test), x [n, c, hw...]:
+// y = (x - mean) * (1 / sqrt(var + eps)) * scale + bias per channel.
+template <class T>
+inline void batch_norm_inference(const T* x, T* y, std::int64_t n, std::int64_t c, std::int64_t hw, const T* scale,
+                                 const T* bias, const T* mean, const T* var, double eps) noexcept {
+    const kernels::channel ch{n, hw, c * hw};
+    for (std::int64_t k = 0; k < c; ++k) {
+        const T inv = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var[k]) + eps));
+        kernels::normalize_channel(x + k * hw, y + k * hw, ch, static_cast<T>(static_cast<double>(mean[k])), inv,
+                                   scale[k], bias[k]);
+    }
 }
 
 // Between two steps. The arena holds values of different types at the same
