@@ -2,8 +2,8 @@
 # Installs the Debian 12 packages dlgraph needs; does nothing when all are
 # present. Runs as root or through sudo. `--with-data` adds the Fashion-MNIST
 # data set (dataset-fashion-mnist) that the main example trains on;
-# `--with-bench` adds OpenBLAS and Eigen, the references bench/bench_gemm
-# compares against; `--with-fuzz` adds clang 14 and its libFuzzer runtime
+# `--with-bench` adds OpenBLAS, Eigen and LibTorch, the references
+# bench/bench_gemm and bench/bench_cnn compare against; `--with-fuzz` adds clang 14 and its libFuzzer runtime
 # for the fuzz targets (scripts/fuzz.sh); `--with-embedded` the ARM
 # cross-compiler with newlib and QEMU, for fixed models on an emulated
 # Cortex-M4 (examples/embedded).
@@ -13,7 +13,7 @@ pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev 
 for arg in "$@"; do
   case "$arg" in
     --with-data) pkgs+=(dataset-fashion-mnist) ;;
-    --with-bench) pkgs+=(libopenblas-dev libeigen3-dev) ;;
+    --with-bench) pkgs+=(libopenblas-dev libeigen3-dev libtorch-dev) ;;
     --with-fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     --with-embedded) pkgs+=(gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib libnewlib-arm-none-eabi qemu-system-arm) ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
