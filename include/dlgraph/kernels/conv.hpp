@@ -167,10 +167,37 @@ template <class T> inline T window_max(const window2d& g, const T* in, const poo
     return m;
 }
 
+// The most common window, 2x2 with stride 2 inside the input, which the
+// pooling loops take without computing each window's range.
+constexpr bool plain_2x2(const window2d& g, bool adaptive) noexcept {
+    return !adaptive && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.pt == 0 && g.pl == 0 &&
+           2 * g.oh <= g.h && 2 * g.ow <= g.w;
+}
+
 // One channel (h x w) pooled into (oh x ow).
 template <class T> inline void max_pool2d(const window2d& g, bool adaptive, const T* in, T* out) noexcept {
-    for (std::int64_t y = 0; y < g.oh; ++y)
+    for (std::int64_t y = 0; y < g.oh; ++y) {
+        if (plain_2x2(g, adaptive)) {
+            // As window_max: from the lowest value, each of the four in
+            // row-major order if greater; a row with a NaN again, exactly.
+            const T* r0 = in + 2 * y * g.w;
+            const T* r1 = r0 + g.w;
+            bool nan = false;
+            for (std::int64_t x = 0; x < g.ow; ++x) {
+                const T a = r0[2 * x], b = r0[2 * x + 1], c = r1[2 * x], d = r1[2 * x + 1];
+                T m = std::numeric_limits<T>::lowest();
+                m = a > m ? a : m;
+                m = b > m ? b : m;
+                m = c > m ? c : m;
+                m = d > m ? d : m;
+                out[y * g.ow + x] = m;
+                nan |= (a != a) | (b != b) | (c != c) | (d != d);
+            }
+            if (!nan) [[likely]]
+                continue;
+        }
         for (std::int64_t x = 0; x < g.ow; ++x) out[y * g.ow + x] = window_max(g, in, pool_window_at(g, adaptive, true, y, x));
+    }
 }
 
 template <class T>
@@ -190,7 +217,38 @@ inline void avg_pool2d(const window2d& g, bool adaptive, bool exclusive, const T
 // caller; overlapping windows add.
 template <class T>
 inline void max_pool2d_grad(const window2d& g, bool adaptive, const T* in, const T* out, const T* dout, T* dx) noexcept {
-    for (std::int64_t y = 0; y < g.oh; ++y)
+    using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    auto bits_of = [](T v) { return std::bit_cast<bits>(static_cast<T>(v + T(0))); };  // -0 as +0
+    for (std::int64_t y = 0; y < g.oh; ++y) {
+        if (plain_2x2(g, adaptive)) {
+            // Which of the four inputs (row-major) is the first equal to
+            // the output, by arithmetic on the comparisons; a NaN output
+            // takes the general path.
+            bool nan = false;
+            for (std::int64_t x = 0; x < g.ow; ++x) {
+                const T m = out[y * g.ow + x];
+                nan |= m != m;
+                const bits mb = bits_of(m);
+                const std::int64_t at0 = 2 * y * g.w + 2 * x;
+                const int a = bits_of(in[at0]) != mb, b = bits_of(in[at0 + 1]) != mb;
+                const int c = bits_of(in[at0 + g.w]) != mb, d = bits_of(in[at0 + g.w + 1]) != mb;
+                const int first = a * (1 + b * (1 + c));  // 0, 1, 2, or 3: d or none
+                if ((a & b & c & d) == 0 && m == m) dx[at0 + (first & 1) + (first >> 1) * g.w] += dout[y * g.ow + x];
+            }
+            if (!nan) [[likely]]
+                continue;
+            for (std::int64_t x = 0; x < g.ow; ++x) {  // only the NaN outputs, the rest are done
+                const T m = out[y * g.ow + x];
+                if (m == m) continue;
+                const std::int64_t at0 = 2 * y * g.w + 2 * x;
+                for (std::int64_t k : {at0, at0 + 1, at0 + g.w, at0 + g.w + 1})
+                    if (in[k] != in[k]) {
+                        dx[k] += dout[y * g.ow + x];
+                        break;
+                    }
+            }
+            continue;
+        }
         for (std::int64_t x = 0; x < g.ow; ++x) {
             const pool_window pw = pool_window_at(g, adaptive, true, y, x);
             const T m = out[y * g.ow + x];
@@ -201,13 +259,11 @@ inline void max_pool2d_grad(const window2d& g, bool adaptive, const T* in, const
                 // branch on the data mispredicts on half of a ReLU's outputs
                 // (3x slower at batch 64; compilers turn a ?: on floats or
                 // && into one).
-                using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-                const bits mb = std::bit_cast<bits>(static_cast<T>(m + T(0)));
+                const bits mb = bits_of(m);
                 for (std::int64_t iy = pw.r.lo; iy < pw.r.hi; ++iy)
                     for (std::int64_t ix = pw.c.lo; ix < pw.c.hi; ++ix) {
-                        const bits vb = std::bit_cast<bits>(static_cast<T>(in[iy * g.w + ix] + T(0)));
-                        const std::int64_t hit = -static_cast<std::int64_t>((vb == mb) & (at < 0));  // all ones or 0
-                        at += (iy * g.w + ix - at) & hit;
+                        const std::int64_t hit = -static_cast<std::int64_t>((bits_of(in[iy * g.w + ix]) == mb) & (at < 0));
+                        at += (iy * g.w + ix - at) & hit;  // hit: all ones or 0
                     }
             } else {  // the max was the window's first NaN
                 for (std::int64_t iy = pw.r.lo; iy < pw.r.hi && at < 0; ++iy)
@@ -216,6 +272,7 @@ inline void max_pool2d_grad(const window2d& g, bool adaptive, const T* in, const
             }
             if (at >= 0) dx[at] += dout[y * g.ow + x];
         }
+    }
 }
 
 // The gradient of avg_pool2d: each output's gradient, divided as the

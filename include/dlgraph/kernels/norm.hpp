@@ -1,8 +1,9 @@
 // Batch normalization over one channel of an NCHW tensor, the kernel core of
 // ops/norm.hpp: the channel is `n` blocks of `hw` contiguous elements, block
 // b at x + b * stride (n = the batch, hw = the spatial size, stride = C * hw).
-// Sums are taken in double, two passes (mean, then squared deviations), so
-// a channel's statistics do not depend on its offset or the thread.
+// Sums are taken in double (channel_sum), two passes (mean, then squared
+// deviations), so a channel's statistics do not depend on its offset or the
+// thread.
 #pragma once
 
 #include <cmath>
@@ -23,15 +24,31 @@ template <class F> inline void for_each_in_channel(const channel& ch, F f) noexc
         for (std::int64_t i = 0, o = b * ch.stride; i < ch.hw; ++i) f(o + i);
 }
 
+// The sum over the channel of f(element index), in double: element i of a
+// block goes to partial sum i % 8, and the partials are added pairwise at
+// the end. A fixed order (the same bits on every machine and thread
+// count), and eight independent chains that the compiler keeps in vector
+// registers; one chain waited on each add's latency (BN took 11% of the
+// CNN's training step).
+template <class F> inline double channel_sum(const channel& ch, F f) noexcept {
+    double acc[8] = {};
+    for (std::int64_t b = 0; b < ch.n; ++b) {
+        const std::int64_t o = b * ch.stride;
+        std::int64_t i = 0;
+        for (; i + 8 <= ch.hw; i += 8)
+            for (int j = 0; j < 8; ++j) acc[j] += f(o + i + j);
+        for (; i < ch.hw; ++i) acc[i % 8] += f(o + i);
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 // The channel's mean and biased variance (sum of squared deviations / count).
 template <class T> inline void channel_moments(const T* x, const channel& ch, double& mean, double& var) noexcept {
-    double s = 0;
-    for_each_in_channel(ch, [&](std::int64_t k) { s += static_cast<double>(x[k]); });
+    const double s = channel_sum(ch, [x](std::int64_t k) { return static_cast<double>(x[k]); });
     const double m = ch.count() > 0 ? s / static_cast<double>(ch.count()) : 0.0;
-    double q = 0;
-    for_each_in_channel(ch, [&](std::int64_t k) {
+    const double q = channel_sum(ch, [x, m](std::int64_t k) {
         const double d = static_cast<double>(x[k]) - m;
-        q += d * d;
+        return d * d;
     });
     mean = m;
     var = ch.count() > 0 ? q / static_cast<double>(ch.count()) : 0.0;
@@ -48,13 +65,11 @@ inline void normalize_channel(const T* x, T* y, const channel& ch, T mean, T inv
 template <class T>
 inline void channel_grad_sums(const T* x, const T* dy, const channel& ch, T mean, double& sum_dy,
                               double& sum_dy_xmu) noexcept {
-    double a = 0, b = 0;
-    for_each_in_channel(ch, [&](std::int64_t k) {
-        a += static_cast<double>(dy[k]);
-        b += static_cast<double>(dy[k]) * (static_cast<double>(x[k]) - static_cast<double>(mean));
+    const double m = static_cast<double>(mean);
+    sum_dy = channel_sum(ch, [dy](std::int64_t k) { return static_cast<double>(dy[k]); });
+    sum_dy_xmu = channel_sum(ch, [x, dy, m](std::int64_t k) {
+        return static_cast<double>(dy[k]) * (static_cast<double>(x[k]) - m);
     });
-    sum_dy = a;
-    sum_dy_xmu = b;
 }
 
 // dx with batch statistics: scale * inv_std * (dy - sum_dy / M
