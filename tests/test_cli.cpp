@@ -305,6 +305,26 @@ TEST_CASE("cli: inspect lists variables and ops" * doctest::skip(no_cli)) {
     CHECK(r.out.find("#2 elementwise_mul  X=x, Y=fc.w@0 -> Out=elementwise_mul_0  {axis=-1}") != std::string::npos);
 }
 
+TEST_CASE("cli: ops lists every built-in op with its slots, attributes and dtypes, as text and JSON" *
+          doctest::skip(no_cli)) {
+    CliNet n;
+    auto r = run_cli(n.dir, "ops");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind(std::to_string(op_table().size()) + " built-in ops, 0 registered", 0) == 0);
+    CHECK(r.out.find("\nsum\n    X[] -> Out\n") != std::string::npos);
+    CHECK(r.out.find("\nconv2d\n    Input, Filter -> Output  {strides=[1,1], paddings=[0,0], ") != std::string::npos);
+    CHECK(r.out.find("dtypes: FP32, FP64; gradient: relu_grad; fusible\n    Out = max(X, 0)\n") != std::string::npos);
+    auto j = run_cli(n.dir, "ops --json");
+    REQUIRE(j.status == 0);
+    const json ops = json::parse(j.out);
+    REQUIRE(ops.size() == op_table().size());
+    CHECK(ops[0]["type"] == "elementwise_add");
+    CHECK(ops[0]["attrs"]["axis"] == "-1");
+    CHECK(ops[0]["registered"] == false);
+    check_error(run_cli(n.dir, "ops --all"), "dlgraph.cli.usage", "'ops' takes only --json");
+}
+
 TEST_CASE("cli: plan without and with concrete shapes, text and JSON" * doctest::skip(no_cli)) {
     CliNet n;
     // Without --feed, the program's inputs (x) count as fed.

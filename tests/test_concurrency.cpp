@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -162,4 +163,49 @@ TEST_CASE("concurrency: 8 threads sharing one Session evaluate and train; calls 
         const Tensor& b = alone.scope().find_local(name)->get<Tensor>();
         CHECK(std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
     }
+}
+
+namespace {
+struct copy_kernel {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        std::memcpy(c.out(0).raw(), c.in(0).raw(), c.in(0).bytes());
+    }
+};
+void copy_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
+}  // namespace
+
+TEST_CASE("concurrency: ops registered from 4 threads while 4 others load and run programs with them") {
+    constexpr int ops_per_thread = 50;
+    std::atomic<int> registered{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([t, &registered] {
+            for (int k = 0; k < ops_per_thread; ++k) {
+                OpDef d{"", {{"X"}}, {{"Out"}}, {}, &copy_infer};
+                const std::string type = "test_copy_" + std::to_string(t) + "_" + std::to_string(k);
+                d.type = type;  // the registry keeps its own copy of the name
+                d.kernels = cpu_kernels<copy_kernel, float>();
+                register_op(std::move(d));
+                ++registered;
+            }
+        });
+    std::atomic<int> runs{0};
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([t, &runs] {
+            for (int k = 0; k < ops_per_thread; ++k) {
+                const std::string type = "test_copy_" + std::to_string(t) + "_" + std::to_string(k);
+                while (!find_op(type)) std::this_thread::yield();
+                Program p;
+                auto x = p.input<float>("x", {2});
+                auto y = apply_op<float>(type, {{"X", x}});
+                Session<cpu> s(load_program(p.to_json()));
+                if (to_xarray<float>(s.eval(TargetRef(y.name()), {{"x", xt::xarray<float>{1, 2}}})) ==
+                    xt::xarray<float>{1, 2})
+                    ++runs;
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(registered == 4 * ops_per_thread);
+    CHECK(runs == 4 * ops_per_thread);
+    CHECK(registered_ops().size() >= static_cast<std::size_t>(4 * ops_per_thread));
 }

@@ -71,6 +71,9 @@ constexpr const char* usage_text =
     "      int32 sums), the inputs' scales from --calibrate (a batch of every feed), and reports\n"
     "      how the INT8 outputs compare with FP32 on --evaluate (default: the calibration batch),\n"
     "      with --labels the accuracy of both.\n"
+    "  ops [--json]\n"
+    "      List every op this build knows (built-in, and registered by code linked into it:\n"
+    "      dlgraph_add_cli in CMake): slots, attributes with defaults, dtypes, gradient, doc.\n"
     "  help, --help\n"
     "      Print this text.\n"
     "\n"
@@ -730,6 +733,50 @@ int cmd_inspect(const Args& a) {
     return 0;
 }
 
+// `dlgraph ops`: every op of the table, then the registered ones.
+int cmd_ops(bool as_json) {
+    std::vector<const OpDef*> defs;
+    for (auto& d : op_table()) defs.push_back(&d);
+    const std::size_t builtin = defs.size();
+    for (auto* d : registered_ops()) defs.push_back(d);
+    auto slot_text = [](const SlotDef& sd) {
+        return std::string(sd.name) + (sd.duplicable ? "[]" : "") + (sd.optional ? "?" : "");
+    };
+    if (as_json) {
+        json out = json::array();
+        for (std::size_t i = 0; i < defs.size(); ++i) {
+            const OpDef& d = *defs[i];
+            json o{{"type", std::string(d.type)}, {"registered", i >= builtin}, {"doc", std::string(d.doc)}, {"dtypes", d.supported_dtypes()},
+                   {"inputs", json::array()}, {"outputs", json::array()}, {"attrs", json::object()},
+                   {"grad", d.grad_maker ? "maker" : std::string(d.grad_spec.type)}, {"fusible", d.fusible.arity != 0}};
+            for (auto& sd : d.inputs) o["inputs"].push_back(slot_text(sd));
+            for (auto& sd : d.outputs) o["outputs"].push_back(slot_text(sd));
+            for (auto& ad : d.attrs) o["attrs"][std::string(ad.name)] = ad.required ? "(required)" : attr_text(ad.value);
+            out.push_back(std::move(o));
+        }
+        std::cout << out.dump(1) << "\n";
+        return 0;
+    }
+    std::string text = std::to_string(builtin) + " built-in ops, " + std::to_string(defs.size() - builtin) +
+                       " registered (X[]: several variables, X?: optional)\n";
+    for (std::size_t i = 0; i < defs.size(); ++i) {
+        const OpDef& d = *defs[i];
+        std::string ins, outs, attrs;
+        for (auto& sd : d.inputs) ins += (ins.empty() ? "" : ", ") + slot_text(sd);
+        for (auto& sd : d.outputs) outs += (outs.empty() ? "" : ", ") + slot_text(sd);
+        for (auto& ad : d.attrs)
+            attrs += (attrs.empty() ? "" : ", ") + std::string(ad.name) + "=" + (ad.required ? "(required)" : attr_text(ad.value));
+        text += std::string(d.type) + (i >= builtin ? "  (registered)" : "") + "\n    " + (ins.empty() ? "(no inputs)" : ins) +
+                " -> " + outs + (attrs.empty() ? "" : "  {" + attrs + "}") + "\n    dtypes: " + d.supported_dtypes();
+        if (d.differentiable()) text += "; gradient: " + (d.grad_maker ? std::string("by its grad maker") : std::string(d.grad_spec.type));
+        if (d.fusible.arity) text += "; fusible";
+        if (!d.doc.empty()) text += "\n    " + std::string(d.doc);
+        text += "\n";
+    }
+    std::cout << text;
+    return 0;
+}
+
 int cmd_plan(const Args& a) {
     ProgramDesc p = load_for(a);
     const auto feeds_spec = parse_feeds(a.feed, false);
@@ -888,6 +935,14 @@ int main(int argc, char** argv) {
                 std::cout << usage_text;
                 return 0;
             }
+        if (cmd == "ops") {
+            if (argc > 3 || (argc == 3 && std::string(argv[2]) != "--json"))
+                usage_fail("'ops' takes only --json");
+            const int rc = cmd_ops(argc == 3);
+            std::cout.flush();
+            if (!std::cout) throw io_error("dlgraph.io.write", "cannot write to standard output");
+            return rc;
+        }
         Args a = parse_args(argc, argv);
         int rc = 0;
         if (a.command == "run") rc = cmd_run(a);

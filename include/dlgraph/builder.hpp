@@ -249,6 +249,61 @@ Var<U> unary_out(const std::string& type, std::shared_ptr<builder_state> st, std
 
 template <element_type T> Program Var<T>::program() const { return Program(st_); }
 
+// ---- any op, by type (registered ops' builder functions) ----------------------------
+
+// One input slot of apply_op: its name and the handles bound to it, of any
+// element types.
+struct SlotInput {
+    template <element_type... U>
+    SlotInput(std::string slot_name, const Var<U>&... vars) : slot(std::move(slot_name)), names{vars.name()...} {
+        ((state = state ? state : detail::state_of(vars)), ...);
+        ((detail::state_of(vars) != state ? throw graph_error("dlgraph.graph.program",
+                                                              "slot " + slot + ": '" + names.front() + "' and '" +
+                                                                  vars.name() + "' belong to different programs")
+                                          : void()),
+         ...);
+    }
+    std::string slot;
+    std::vector<std::string> names;
+    std::shared_ptr<detail::builder_state> state;
+};
+
+// Appends op `type` (built-in or registered) reading `inputs` with `attrs`
+// and returns its output slot `out_slot` (one variable) as Var<T>: the
+// builder function of a registered op is one line, e.g.
+//   template <element_type T> Var<T> mish(const Var<T>& x) { return apply_op<T>("mish", {{"X", x}}); }
+// Inference runs at once, as for built-in ops; an output that is not of
+// element type T is a type_error. Nothing changes when it throws.
+template <element_type T>
+Var<T> apply_op(const std::string& type, const std::vector<SlotInput>& inputs, std::vector<Attribute> attrs = {},
+                const std::string& out_slot = "Out") {
+    std::shared_ptr<detail::builder_state> st;
+    std::vector<OpSlot> slots;
+    for (auto& in : inputs) {
+        if (in.names.empty()) continue;
+        if (st && in.state != st)
+            throw graph_error("dlgraph.graph.program", type + ": its inputs belong to different programs");
+        st = in.state;
+        slots.push_back({in.slot, in.names});
+    }
+    if (!st) throw graph_error("dlgraph.graph.handle", type + ": apply_op needs at least one input handle");
+    BlockDesc& blk = st->desc.blocks[0];
+    const std::size_t ops = blk.ops.size(), vars = blk.vars.size();
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    const int idx = p.append(type, slots, {{out_slot, 1}}, std::move(attrs), &names);
+    const VarDesc* out = blk.find_var(names[0][0]);
+    if (out->data_type != dtype_of<T>) {
+        const std::string got = to_string(out->data_type);
+        blk.ops.resize(ops);
+        blk.vars.resize(vars);
+        ++st->revision;
+        throw type_error("dlgraph.type.handle", type + ": its output " + out_slot + " is " + got + ", not " +
+                                                    to_string(dtype_of<T>));
+    }
+    return Var<T>(st, names[0][0], idx);
+}
+
 // ---- element-wise -------------------------------------------------------------
 
 #define DLGRAPH_BINARY(fname, optype)                                                                          \

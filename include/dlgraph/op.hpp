@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dlgraph/config.hpp"
@@ -207,6 +208,11 @@ struct OpDef {
     // op runs on the host; a device brings its own kernels
     // (DeviceContext::kernel) for the ops it can run.
     KernelTable kernels{};
+    // A registered op's kernels for devices, by DeviceContext::name()
+    // ("cuda"): a device runs the op where it has one for the dtype (and the
+    // CPU has one too). Built-in ops leave it empty: their device kernels
+    // are the backend's own.
+    std::vector<std::pair<std::string_view, KernelTable>> device_kernels{};
     // One-line summary for docs and `dlgraph inspect`.
     std::string_view doc{};
     // How to differentiate it: a GradSpec for the usual grad op, or a custom
@@ -243,6 +249,13 @@ struct OpDef {
         return -1;
     }
     KernelFn kernel(DataType t) const { return kernels[static_cast<std::size_t>(t)]; }
+    // The kernel of `device_kernels` for `device` at `t`, or nullptr.
+    KernelFn device_kernel(std::string_view device, DataType t) const {
+        if (!supports(t)) return nullptr;
+        for (auto& [name, table] : device_kernels)
+            if (name == device) return table[static_cast<std::size_t>(t)];
+        return nullptr;
+    }
     bool supports(DataType t) const { return kernel(t) != nullptr; }
     std::string supported_dtypes() const {
         std::string s;

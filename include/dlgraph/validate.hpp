@@ -104,7 +104,8 @@ DLGRAPH_INLINE std::string op_path(int block, int op) {
 
 DLGRAPH_INLINE const OpDef& lookup_op(const std::string& type, const std::string& where) {
     if (auto* d = find_op(type)) return *d;
-    throw graph_error("dlgraph.graph.unknown_op", where + ": unknown op type '" + type + "'");
+    throw graph_error("dlgraph.graph.unknown_op", where + ": unknown op type '" + type +
+                                                        "' (not a built-in op, nor one this program registered)");
 }
 
 DLGRAPH_INLINE std::vector<Attribute> normalize_attrs(const OpDef& def, const OpDesc& op, const std::string& where) {

@@ -649,8 +649,8 @@ std::array<KernelTable, op_count> make_table() {
 
 KernelFn cuda_kernel(const OpDef& def, DataType t) noexcept {
     static const std::array<KernelTable, op_count> table = make_table();
-    const OpDef* d = find_op(def.type);
-    if (!d) return nullptr;
+    const OpDef* d = detail::find_builtin_op(def.type);
+    if (!d) return def.device_kernel("cuda", t);  // a registered op brings its own, or runs on the host
     const auto i = static_cast<std::size_t>(d - op_table().data());
     // Only where the CPU has a kernel too: the op is valid at that dtype.
     if (!def.supports(t)) return nullptr;

@@ -9,6 +9,7 @@
 // (see config.hpp), which cuts its compile time to parsing the headers.
 #pragma once
 
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -43,12 +44,71 @@ enum class op_id : int {
 };
 inline constexpr int op_count = static_cast<int>(op_id::count);
 
-// Every op's definition, in DLGRAPH_OP_LIST's order.
+namespace detail {
+#define DLGRAPH_X(name) std::string_view(#name),
+inline constexpr std::string_view op_row_names[] = {DLGRAPH_OP_LIST(DLGRAPH_X)};
+#undef DLGRAPH_X
+// The table's rows are well formed: no type twice, and every "T_grad" row
+// comes after a row "T" (a grad op without its forward op is a typo).
+template <std::size_t N> consteval bool op_rows_valid(const std::string_view (&rows)[N]) {
+    constexpr std::string_view suffix = "_grad";
+    for (std::size_t i = 0; i < N; ++i) {
+        const std::string_view n = rows[i];
+        for (std::size_t j = 0; j < i; ++j)
+            if (rows[j] == n) return false;
+        if (n.size() > suffix.size() && n.substr(n.size() - suffix.size()) == suffix) {
+            bool forward = false;
+            for (std::size_t j = 0; j < i; ++j) forward = forward || rows[j] == n.substr(0, n.size() - suffix.size());
+            if (!forward) return false;
+        }
+    }
+    return true;
+}
+static_assert(std::size(op_row_names) == static_cast<std::size_t>(op_count));
+static_assert(op_rows_valid(op_row_names), "DLGRAPH_OP_LIST: a type is listed twice, or a T_grad row has no row T before it");
+}  // namespace detail
+
+namespace detail {
+// The built-in op `type` (op_table's row), or nullptr.
+DLGRAPH_INLINE const OpDef* find_builtin_op(std::string_view type);
+}  // namespace detail
+
+// Every built-in op's definition, in DLGRAPH_OP_LIST's order.
 DLGRAPH_INLINE const std::vector<OpDef>& op_table();
-// The definition of op `type`, or nullptr.
+// The definition of op `type` (built-in or registered), or nullptr.
 DLGRAPH_INLINE const OpDef* find_op(std::string_view type);
 
+// ---- ops from user code -------------------------------------------------------
+//
+// A user defines an OpDef in their own file (slots, attributes, `infer`, CPU
+// kernels, optionally `device_kernels`, a GradSpec or grad maker, `fusible`
+// when element-wise) and registers it once; from then on the builder
+// (Program::append, apply), JSON loading, the planner, fusion, autodiff and
+// the CLI (a build of it that links the registration, dlgraph_add_cli) treat
+// it as a built-in op. Registration copies the definition's strings, so
+// they may come from anywhere. It throws graph_error
+// "dlgraph.op.duplicate" for a type that exists (built-in or registered) and
+// "dlgraph.op.definition" for a definition that contradicts itself
+// (check_op_definition); nothing is registered then. Thread-safe; a
+// registered op stays for the life of the program.
+DLGRAPH_INLINE const OpDef& register_op(OpDef def);
+// The registered (non-built-in) ops, in registration order.
+DLGRAPH_INLINE std::vector<const OpDef*> registered_ops();
+// Throws graph_error "dlgraph.op.definition" naming the first inconsistency
+// of `def`: no type or shape inference, a slot or attribute named twice, an
+// attribute whose default has another name, a kernel choice that points at
+// nothing, no CPU kernel, a GradSpec and a grad maker both, or slots of
+// the GradSpec, no_grad_inputs or the fusion contract that the op lacks.
+DLGRAPH_INLINE void check_op_definition(const OpDef& def);
+
 }  // namespace dlgraph
+
+// Registers op definition `make()` (a function returning an OpDef) when
+// the program starts: DLGRAPH_REGISTER_OP(my_op_def); at namespace scope.
+#define DLGRAPH_REGISTER_OP(make) DLGRAPH_REGISTER_OP_AT(make, __COUNTER__)
+#define DLGRAPH_REGISTER_OP_AT(make, n) DLGRAPH_REGISTER_OP_AT2(make, n)
+#define DLGRAPH_REGISTER_OP_AT2(make, n) \
+    [[maybe_unused]] static const ::dlgraph::OpDef& dlgraph_registered_op_##n = ::dlgraph::register_op(make())
 
 #if DLGRAPH_DEFINE_OPS
 #include "dlgraph/ops/all_ops.hpp"
