@@ -101,6 +101,15 @@ TEST_CASE_TEMPLATE("kernels::momentum, plain and Nesterov", T, float, double) {
             k::momentum(n, pi.data(), g.data(), vi.data(), lr, mu, nesterov, pi.data(), vi.data());
             CHECK(same_bits(pi, po));
             CHECK(same_bits(vi, vo));
+
+            // Cut anywhere (threads cut at vectors): the vector body and the tail agree bit for bit.
+            std::vector<T> ps(un), vs(un);
+            const std::int64_t cut = n / 2 + 1;
+            k::momentum(cut, p.data(), g.data(), v.data(), lr, mu, nesterov, ps.data(), vs.data());
+            k::momentum(n - cut, p.data() + cut, g.data() + cut, v.data() + cut, lr, mu, nesterov, ps.data() + cut,
+                        vs.data() + cut);
+            CHECK(same_bits(ps, po));
+            CHECK(same_bits(vs, vo));
         }
     }
     const std::vector<T> p = uniform<T>(7, 8), g = uniform<T>(7, 9), v = uniform<T>(7, 10);
@@ -149,6 +158,17 @@ TEST_CASE_TEMPLATE("kernels::adam: vector body and tail, in place", T, float, do
             CHECK(same_bits(pi, po));
             CHECK(same_bits(m1i, m1o));
             CHECK(same_bits(m2i, m2o));
+
+            // Cut anywhere (threads cut at vectors): the vector body and the tail agree bit for bit.
+            std::vector<T> ps(un), m1s(un), m2s(un);
+            const std::int64_t cut = n / 2 + 1;
+            k::adam(cut, p.data(), g.data(), m1.data(), m2.data(), lr, b1, b2, eps, b1p, b2p, ps.data(), m1s.data(),
+                    m2s.data());
+            k::adam(n - cut, p.data() + cut, g.data() + cut, m1.data() + cut, m2.data() + cut, lr, b1, b2, eps, b1p, b2p,
+                    ps.data() + cut, m1s.data() + cut, m2s.data() + cut);
+            CHECK(same_bits(ps, po));
+            CHECK(same_bits(m1s, m1o));
+            CHECK(same_bits(m2s, m2o));
         }
     }
     const std::vector<T> p = uniform<T>(7, 15), g = uniform<T>(7, 16), m1 = uniform<T>(7, 17), m2 = uniform<T>(7, 18, 0, 1);

@@ -100,12 +100,20 @@ template <class Fn> struct elementwise_binary_grad {
         const Tensor& x = c.in(X);
         const Tensor& y = c.in(Y);
         const Shape& zs = c.in(DOut).shape();
+        const std::int64_t n = zs.numel();
+        const T *xd = x.template data<T>(), *yd = y.template data<T>();
+        const T *od = c.in(Out).template data<T>(), *dd = c.in(DOut).template data<T>();
+        T* dx = c.out_count(DX) ? c.out(DX).template data<T>() : nullptr;
+        T* dy = c.out_count(DY) ? c.out(DY).template data<T>() : nullptr;
+        if (x.numel() == n && y.numel() == n) {  // element by element: split over threads, bits as one loop
+            return split_loop<T>(n, [&](std::int64_t b, std::int64_t e) {
+                kernels::binary_grad_run(e - b, xd + b, 1, yd + b, 1, od + b, dd + b, dx ? dx + b : nullptr,
+                                         dy ? dy + b : nullptr, true, Fn{});
+            });
+        }
         const kernels::broadcast_geometry g = kernels::broadcast_walk_of(x.shape().begin(), x.rank(), y.shape().begin(),
                                                                          y.rank(), c.attr(axis).i, zs.begin(), zs.rank());
-        kernels::binary_grad(g, zs.numel(), x.numel(), y.numel(), x.template data<T>(), y.template data<T>(),
-                             c.in(Out).template data<T>(), c.in(DOut).template data<T>(),
-                             c.out_count(DX) ? c.out(DX).template data<T>() : nullptr,
-                             c.out_count(DY) ? c.out(DY).template data<T>() : nullptr, Fn{});
+        kernels::binary_grad(g, n, x.numel(), y.numel(), xd, yd, od, dd, dx, dy, Fn{});
     }
     static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_binary_grad, float, double>(); }
 };
@@ -123,8 +131,11 @@ template <class Fn, class... Ts> struct elementwise_unary {
 template <class Fn> struct elementwise_unary_grad {
     enum { X = 0, Out = 1, DOut = 2 };
     template <class T> static void compute(cpu, const KernelContext& c) {
-        kernels::unary_grad_loop(c.in(X).numel(), c.in(X).template data<T>(), c.in(Out).template data<T>(),
-                                 c.in(DOut).template data<T>(), c.out(0).template data<T>(), Fn{});
+        const T *x = c.in(X).template data<T>(), *y = c.in(Out).template data<T>(), *d = c.in(DOut).template data<T>();
+        T* dx = c.out(0).template data<T>();
+        split_loop<T>(c.in(X).numel(), [&](std::int64_t b, std::int64_t e) {
+            kernels::unary_grad_loop(e - b, x + b, y + b, d + b, dx + b, Fn{});
+        });
     }
     static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_grad, float, double>(); }
 };

@@ -24,26 +24,34 @@ struct sgd_op : ops::sgd_op {
     }
 };
 
+// momentum and adam too: one pass over each parameter, split over the
+// thread pool when long (their vector bodies and scalar tails give the same
+// bits, so the cuts change none).
 struct momentum_op : ops::momentum_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
-        kernels::momentum(c.in(Param).numel(), c.in(Param).template data<T>(), c.in(Grad).template data<T>(),
-                          c.in(Velocity).template data<T>(), *c.in(LearningRate).template data<T>(),
-                          static_cast<T>(c.attr(mu).f), c.attr(use_nesterov).b, c.out(ParamOut).template data<T>(),
-                          c.out(VelocityOut).template data<T>());
+        const T *p = c.in(Param).template data<T>(), *g = c.in(Grad).template data<T>();
+        const T* v = c.in(Velocity).template data<T>();
+        T *po = c.out(ParamOut).template data<T>(), *vo = c.out(VelocityOut).template data<T>();
+        const T lr = *c.in(LearningRate).template data<T>(), m = static_cast<T>(c.attr(mu).f);
+        const bool nesterov = c.attr(use_nesterov).b;
+        split_loop<T>(c.in(Param).numel(), [&](std::int64_t b, std::int64_t e) {
+            kernels::momentum(e - b, p + b, g + b, v + b, lr, m, nesterov, po + b, vo + b);
+        });
     }
 };
 
 struct adam_op : ops::adam_op {
-    // One range: adam's scalar tail rounds differently from its vector body,
-    // so splitting would change the bits of the elements at the cuts.
     template <class T> static void compute(cpu, const KernelContext& c) {
         const T b1 = static_cast<T>(c.attr(beta1).f), b2 = static_cast<T>(c.attr(beta2).f);
         const T b1p = *c.in(Beta1Pow).template data<T>(), b2p = *c.in(Beta2Pow).template data<T>();
-        kernels::adam(c.in(Param).numel(), c.in(Param).template data<T>(), c.in(Grad).template data<T>(),
-                      c.in(Moment1).template data<T>(), c.in(Moment2).template data<T>(),
-                      *c.in(LearningRate).template data<T>(), b1, b2, static_cast<T>(c.attr(epsilon).f), b1p, b2p,
-                      c.out(ParamOut).template data<T>(), c.out(Moment1Out).template data<T>(),
-                      c.out(Moment2Out).template data<T>());
+        const T lr = *c.in(LearningRate).template data<T>(), eps = static_cast<T>(c.attr(epsilon).f);
+        const T *p = c.in(Param).template data<T>(), *g = c.in(Grad).template data<T>();
+        const T *m1 = c.in(Moment1).template data<T>(), *m2 = c.in(Moment2).template data<T>();
+        T* po = c.out(ParamOut).template data<T>();
+        T *m1o = c.out(Moment1Out).template data<T>(), *m2o = c.out(Moment2Out).template data<T>();
+        split_loop<T>(c.in(Param).numel(), [&](std::int64_t b, std::int64_t e) {
+            kernels::adam(e - b, p + b, g + b, m1 + b, m2 + b, lr, b1, b2, eps, b1p, b2p, po + b, m1o + b, m2o + b);
+        });
         *c.out(Beta1PowOut).template data<T>() = b1p * b1;
         *c.out(Beta2PowOut).template data<T>() = b2p * b2;
     }

@@ -278,39 +278,79 @@ template <class Run> inline void broadcast_runs(const broadcast_geometry& g, std
     }
 }
 
+// Whether F's gradient functors give the same bits on vectors as on
+// scalars (true of + - * / max min; pow's vector pow and the C library's
+// differ in the last bit, so its gradient stays scalar).
+template <class F> inline constexpr bool batch_exact_grad = !std::is_same_v<F, pow_fn>;
+
+// One run of a binary op's gradient: for i < n, g = f.dx(x[i sx], y[i sy],
+// out[i], d[i]) goes to dx[i] (sx = 1) or is summed into dx[0] in order
+// (sx = 0), likewise f.dy for dy; `assign` writes dx[i] = g rather than
+// adding. Null dx or dy: not wanted. Vectors carry whole strides of 1; a
+// sum into one element adds the vector's lanes in order, so every element
+// gets the bits of the scalar loop.
+template <class T, class F>
+inline void binary_grad_run(std::int64_t n, const T* x, int sx, const T* y, int sy, const T* out, const T* d, T* dx,
+                            T* dy, bool assign, F f) noexcept {
+    std::int64_t i = 0;
+    T ax = dx && !sx ? dx[0] : T(0), ay = dy && !sy ? dy[0] : T(0);  // the sums of stride-0 sides
+    auto put = [assign](T* p, T g) { *p = assign ? g : *p + g; };
+    if constexpr (simd_type<T> && batch_exact_grad<F>) {
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        const B xs(n >= W && !sx ? *x : T(0)), ys(n >= W && !sy ? *y : T(0));  // a stride-0 side's one value
+        alignas(64) T lanes[W];
+        for (; i + W <= n; i += W) {
+            const B xb = sx ? B::load_unaligned(x + i) : xs, yb = sy ? B::load_unaligned(y + i) : ys;
+            const B ob = B::load_unaligned(out + i), db = B::load_unaligned(d + i);
+            for (int side = 0; side < 2; ++side) {
+                T* g = side ? dy : dx;
+                if (!g) continue;
+                const B v = side ? f.dy(xb, yb, ob, db) : f.dx(xb, yb, ob, db);
+                const bool strided = side ? sy : sx;
+                if (strided) {
+                    (assign ? v : B::load_unaligned(g + i) + v).store_unaligned(g + i);
+                } else {
+                    v.store_aligned(lanes);
+                    T& acc = side ? ay : ax;
+                    for (std::int64_t k = 0; k < W; ++k) acc += lanes[k];
+                }
+            }
+        }
+    }
+    for (; i < n; ++i) {
+        const T xv = x[i * sx], yv = y[i * sy];
+        if (dx) {
+            const T g = f.dx(xv, yv, out[i], d[i]);
+            if (sx) put(dx + i, g);
+            else ax += g;
+        }
+        if (dy) {
+            const T g = f.dy(xv, yv, out[i], d[i]);
+            if (sy) put(dy + i, g);
+            else ay += g;
+        }
+    }
+    if (dx && !sx) dx[0] = ax;
+    if (dy && !sy) dy[0] = ay;
+}
+
 // The gradient of a broadcasting binary op: dx[.] += f.dx(...), dy[.] +=
-// f.dy(...) accumulated over the broadcast output (an odometer with
-// incremental offsets), which sums a broadcast operand's gradient with no
-// scratch memory. dx or dy may be null (not wanted). X and Y of the same
-// size as the output take a plain loop.
+// f.dy(...) summed over the broadcast output in its row-major order (run by
+// run, binary_grad_run), so a broadcast operand's gradient needs no scratch
+// memory. dx or dy may be null (not wanted). X and Y of the same size as
+// the output take one assigning run (cpu_ops splits that over threads).
 template <class T, class F>
 inline void binary_grad(const broadcast_geometry& g, std::int64_t n, std::int64_t xn, std::int64_t yn, const T* x,
                         const T* y, const T* out, const T* d, T* dx, T* dy, F f) noexcept {
-    if (xn == n && yn == n) {  // no broadcasting
-        for (std::int64_t i = 0; i < n; ++i) {
-            if (dx) dx[i] = f.dx(x[i], y[i], out[i], d[i]);
-            if (dy) dy[i] = f.dy(x[i], y[i], out[i], d[i]);
-        }
-        return;
-    }
+    if (xn == n && yn == n) return binary_grad_run(n, x, 1, y, 1, out, d, dx, dy, true, f);
     if (dx) std::fill(dx, dx + xn, T(0));
     if (dy) std::fill(dy, dy + yn, T(0));
     if (n == 0) return;
-    const int r = g.rank;
-    std::int64_t idx[max_rank] = {};
-    std::int64_t ox = 0, oy = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (dx) dx[ox] += f.dx(x[ox], y[oy], out[i], d[i]);
-        if (dy) dy[oy] += f.dy(x[ox], y[oy], out[i], d[i]);
-        for (int k = r - 1; k >= 0; --k) {  // odometer, offsets kept incrementally
-            ox += g.xst[k];
-            oy += g.yst[k];
-            if (++idx[k] < g.zs[k]) break;
-            ox -= g.xst[k] * g.zs[k];
-            oy -= g.yst[k] * g.zs[k];
-            idx[k] = 0;
-        }
-    }
+    broadcast_runs(g, n, [&](std::int64_t ox, std::int64_t oy, std::int64_t oz) {
+        binary_grad_run(g.inner, x + ox, g.sx, y + oy, g.sy, out + oz, d + oz, dx ? dx + ox : nullptr,
+                        dy ? dy + oy : nullptr, false, f);
+    });
 }
 
 }  // namespace dlgraph::kernels

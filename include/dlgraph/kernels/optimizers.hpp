@@ -34,7 +34,19 @@ template <class T, class N>
 inline void momentum(N n_, const T* param, const T* grad, const T* velocity, T lr, T mu, bool nesterov, T* param_out,
                      T* velocity_out) noexcept {
     const std::int64_t n = extent(n_);
-    for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {  // the same operations in the same order as the scalar tail: the same bits
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        const B vmu(mu), vlr(lr);
+        for (; i + W <= n; i += W) {
+            const B g = B::load_unaligned(grad + i);
+            const B vn = vmu * B::load_unaligned(velocity + i) + g;
+            vn.store_unaligned(velocity_out + i);
+            (B::load_unaligned(param + i) - vlr * (nesterov ? g + vmu * vn : vn)).store_unaligned(param_out + i);
+        }
+    }
+    for (; i < n; ++i) {
         const T vn = mu * velocity[i] + grad[i];
         velocity_out[i] = vn;
         param_out[i] = param[i] - lr * (nesterov ? grad[i] + mu * vn : vn);
@@ -47,9 +59,9 @@ inline void momentum(N n_, const T* param, const T* grad, const T* velocity, T l
 //   m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g^2
 //   p -= lr_t * m1 / (sqrt(m2) + eps_t), with
 //   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow), eps_t = epsilon * sqrt(1 - beta2_pow).
-// The tail after the last whole vector is scalar code, so an element's bits
-// may depend on whether it falls in the tail: a caller that splits [0, n)
-// changes them.
+// The tail after the last whole vector is scalar code doing the same
+// operations in the same order (nothing is contracted: -ffp-contract=off),
+// so an element's bits do not depend on where [0, n) is split.
 template <class T, class N>
 inline void adam(N n_, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
                  T epsilon, T beta1_pow, T beta2_pow, T* param_out, T* moment1_out, T* moment2_out) noexcept {
