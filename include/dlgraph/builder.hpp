@@ -750,57 +750,67 @@ DLGRAPH_INLINE int Program::append(const std::string& type, const std::vector<Op
         const std::vector<std::pair<std::string, int>>& outputs, std::vector<Attribute> attrs,
         std::vector<std::vector<std::string>>* out_names, const std::vector<OpSlot>& existing) {
     const OpDef& def = lookup_op(type, type);
+    BlockDesc& blk = st_->desc.blocks[0];
+    // Names looked up by hash, not by scanning the block (an op may have
+    // thousands of outputs); valid until the first new output is declared.
+    const VarIndex index(blk);
     OpDesc op;
     op.type = type;
     op.inputs = inputs;
     op.attrs = std::move(attrs);
     for (auto& e : existing) op.set_output(e.parameter, e.arguments);
-    std::vector<std::string> names;
+    std::vector<std::vector<std::string>> fresh_names;
     for (auto& [slot, count] : outputs) {
         std::vector<std::string> v;
-        for (int k = 0; k < count; ++k) v.push_back(fresh(type));
-        names.insert(names.end(), v.begin(), v.end());
-        if (out_names) out_names->push_back(v);
+        for (int k = 0; k < count; ++k) {
+            std::string n;
+            do n = type + "_" + std::to_string(st_->counters[type]++);
+            while (index.find(n));
+            v.push_back(std::move(n));
+        }
         op.set_output(slot, v);
+        fresh_names.push_back(std::move(v));
     }
-    const int index = static_cast<int>(st_->desc.blocks[0].ops.size());
-    std::string label = op_label(op, index);
+    const int index_of_op = static_cast<int>(blk.ops.size());
+    std::string label = op_label(op, index_of_op);
     auto norm = normalize_attrs(def, op, label);
     std::vector<VarMeta> in_metas;
     for (auto& n : slot_args(def.inputs, op.inputs)) {
-        auto* vd = st_->desc.blocks[0].find_var(n);
+        auto* vd = index.find(n);
         if (!vd) throw graph_error("dlgraph.graph.undeclared", label + ": variable '" + n + "' is not declared");
         in_metas.push_back({vd->data_type, Shape(vd->dims)});
     }
-    std::vector<VarMeta> out_metas;
     // Slot order of the outputs must follow the definition for infer.
     OpDesc ordered = op;
     ordered.outputs.clear();
     for (auto& sd : def.outputs)
         if (auto* s = op.output(sd.name)) ordered.outputs.push_back(*s);
     op.outputs = ordered.outputs;
-    names = slot_args(def.outputs, op.outputs);
-    const BlockDesc& blk = st_->desc.blocks[0];
-    for (auto& n : names) {
-        auto* vd = blk.find_var(n);
-        out_metas.push_back(vd ? VarMeta{vd->data_type, Shape(vd->dims)} : VarMeta{});
+    const std::vector<std::string> names = slot_args(def.outputs, op.outputs);
+    std::vector<const VarDesc*> declared(names.size());
+    std::vector<VarMeta> out_metas;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        declared[k] = index.find(names[k]);
+        out_metas.push_back(declared[k] ? VarMeta{declared[k]->data_type, Shape(declared[k]->dims)} : VarMeta{});
     }
     std::vector<const VarMeta*> ip;
     std::vector<VarMeta*> op_;
     for (auto& m : in_metas) ip.push_back(&m);
     for (auto& m : out_metas) op_.push_back(&m);
     infer_op(def, op, norm, ip, op_, label);
+    // Every check before the first change: a failed append changes nothing.
     for (std::size_t k = 0; k < names.size(); ++k) {
-        if (auto* vd = blk.find_var(names[k])) {
-            if (vd->data_type != out_metas[k].dtype || !dims_compatible(Shape(vd->dims), out_metas[k].shape))
-                throw shape_error("dlgraph.shape.declared", label + " writes " + to_string(out_metas[k].dtype) + " " +
-                                                                to_string(out_metas[k].shape) + " to '" + names[k] +
-                                                                "', which is " + to_string(vd->data_type) + " " +
-                                                                to_string(Shape(vd->dims)));
-            continue;
-        }
-        declare(names[k], out_metas[k].dtype, out_metas[k].shape, false);
+        const VarDesc* vd = declared[k];
+        if (vd && (vd->data_type != out_metas[k].dtype || !dims_compatible(Shape(vd->dims), out_metas[k].shape)))
+            throw shape_error("dlgraph.shape.declared", label + " writes " + to_string(out_metas[k].dtype) + " " +
+                                                            to_string(out_metas[k].shape) + " to '" + names[k] +
+                                                            "', which is " + to_string(vd->data_type) + " " +
+                                                            to_string(Shape(vd->dims)));
     }
+    for (std::size_t k = 0; k < names.size(); ++k)
+        if (!declared[k]) blk.vars.push_back({names[k], VarType::LOD_TENSOR, out_metas[k].dtype, out_metas[k].shape.vec(), 0, false});
+    if (out_names)
+        for (auto& v : fresh_names) out_names->push_back(std::move(v));
     return push_op(std::move(op));
 }
 
