@@ -3,9 +3,11 @@
 // convolution of cnn_cases.hpp forward and backward (Input@GRAD and
 // Filter@GRAD), the Fashion-MNIST CNN's inference and training step
 // (Adam) at batch 64, on one and two threads. Names pair up as
-// BM_<what>_dlgraph / BM_<what>_libtorch; bench/cnn_ratios.py prints the
+// BM_<what>_dlgraph / BM_<what>_libtorch; bench/ratios.py prints the
 // ratios from a --benchmark_format=json run.
 #include <benchmark/benchmark.h>
+
+#include "openblas_env.hpp"
 
 #include <dlgraph/dlgraph.hpp>
 #include <dlgraph/optimizer.hpp>
@@ -132,4 +134,4 @@ BENCHMARK(BM_cnn_train_step_dlgraph)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-BENCHMARK_MAIN();
+DLGRAPH_BENCH_MAIN_WITHOUT_CORETYPE()

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "cnn_cases.hpp"
+#include "openblas_env.hpp"
 
 using cnn_bench::conv_cases;
 
@@ -18,7 +19,11 @@ torch::Tensor filled(at::IntArrayRef dims, std::int64_t salt = 0) {
     return t;
 }
 
-void set_threads(const benchmark::State& state) { at::set_num_threads(static_cast<int>(state.range(1))); }
+// OpenBLAS (the Linear layers) has a thread pool of its own: sized too.
+void set_threads(const benchmark::State& state) {
+    at::set_num_threads(static_cast<int>(state.range(1)));
+    bench_env::set_openblas_threads(static_cast<int>(state.range(1)));
+}
 
 void count_flop(benchmark::State& state, double flop_per_run) {
     state.counters["GFLOP/s"] = benchmark::Counter(flop_per_run * 1e-9, benchmark::Counter::kIsIterationInvariantRate);

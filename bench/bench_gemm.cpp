@@ -2,19 +2,16 @@
 // one process: square products N = 256..2048 and the MLP layer shapes
 // M x 784 x 512, one and two threads. Counters: GFLOP/s (2*M*N*K per product).
 //
-// OpenBLAS reads OPENBLAS_CORETYPE when it loads; these machines may set it
-// to Haswell, which halves its speed, so main() drops the variable and
-// re-executes itself: OpenBLAS is measured with its auto-detected kernels.
+// OpenBLAS runs with its auto-detected kernels (openblas_env.hpp).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
-#include <unistd.h>
 
 #include <Eigen/Core>
-#include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "dlgraph/gemm.hpp"
+#include "openblas_env.hpp"
 
 namespace {
 
@@ -87,12 +84,4 @@ BENCHMARK(BM_eigen)->Apply([](auto* b) { shapes(b, false); });
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    if (std::getenv("OPENBLAS_CORETYPE")) {
-        unsetenv("OPENBLAS_CORETYPE");
-        execv("/proc/self/exe", argv);
-    }
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-}
+DLGRAPH_BENCH_MAIN_WITHOUT_CORETYPE()

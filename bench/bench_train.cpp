@@ -1,22 +1,28 @@
-// Training-step benchmark: an MLP 784-512-512-10 at batch 64 (forward,
-// softmax cross-entropy, backward, SGD update) through a cached plan, and the
-// forward pass alone, on one and two threads (SessionOptions::threads).
-// Compare with LibTorch 1.13 CPU on one thread on this machine kind: 1.50 ms
-// per step; forward 39 / 601 / 2088 us at batch 1 / 64 / 256.
+// Training-step benchmark: an MLP 784-512-512-10 (forward, softmax
+// cross-entropy, backward, one SGD or Adam update) through a cached plan,
+// and the forward pass alone, at batch 1-256 on one and two threads
+// (SessionOptions::threads). Where LibTorch is installed the same cases run
+// through it in this binary (bench_train_torch.cpp, BM_<what>_libtorch);
+// bench/ratios.py pairs the two sides repetition by repetition.
 #include <benchmark/benchmark.h>
+
+#include "openblas_env.hpp"
 
 #include <dlgraph/dlgraph.hpp>
 #include <dlgraph/optimizer.hpp>
 
+#include "train_cases.hpp"
+
 using namespace dlgraph;
 
 namespace {
+enum class optimizer { none, sgd, adam };
 struct mlp {
     Program p;
     Var<float> x, logits, loss;
     Var<std::int64_t> label;
     TrainStep step;
-    explicit mlp(bool with_step) {
+    explicit mlp(optimizer opt) {
         x = p.input<float>("x", {-1, 784});
         label = p.input<std::int64_t>("label", {-1, 1});
         auto h1 = relu(matmul(x, p.parameter<float>("w1", {784, 512}, init::kaiming_uniform(1))) +
@@ -26,20 +32,19 @@ struct mlp {
         logits = matmul(h2, p.parameter<float>("w3", {512, 10}, init::xavier_uniform(3))) +
                  p.parameter<float>("b3", {10}, init::constant(0));
         loss = mean(softmax_with_cross_entropy(logits, label).second);
-        if (with_step) step = SGD(0.01).minimize(loss);
+        if (opt == optimizer::sgd) step = SGD(0.01).minimize(loss);
+        if (opt == optimizer::adam) step = Adam(1e-3).minimize(loss);
     }
 };
 
 void fill_batch(std::int64_t n, Tensor& x, Tensor& y) {
     x.resize(DataType::FP32, {n, 784});
     y.resize(DataType::INT64, {n, 1});
-    for (std::int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7919) % 255) / 255.0f;
-    for (std::int64_t i = 0; i < n; ++i) y.data<std::int64_t>()[i] = i % 10;
+    train_bench::fill(n, x.data<float>(), y.data<std::int64_t>());
 }
-}  // namespace
 
-static void BM_mlp_train_step(benchmark::State& state) {
-    mlp m(true);
+void train(benchmark::State& state, optimizer opt) {
+    mlp m(opt);
     Session<cpu> s(m.p, SessionOptions{static_cast<int>(state.range(1))});
     Tensor x, y;
     fill_batch(state.range(0), x, y);
@@ -52,19 +57,11 @@ static void BM_mlp_train_step(benchmark::State& state) {
         benchmark::DoNotOptimize(out.back().raw());
     }
 }
-BENCHMARK(BM_mlp_train_step)
-    ->ArgNames({"batch", "threads"})
-    ->Args({64, 1})
-    ->Args({64, 2})
-    ->Args({256, 1})
-    ->Args({256, 2})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
 
-static void BM_mlp_forward(benchmark::State& state) {
-    mlp m(false);
+void forward(benchmark::State& state, bool prepack) {
+    mlp m(optimizer::none);
     SessionOptions opts{static_cast<int>(state.range(1))};
-    opts.prepack = state.range(2) != 0;
+    opts.prepack = prepack;
     Session<cpu> s(m.p, opts);
     Tensor x, y;
     fill_batch(state.range(0), x, y);
@@ -77,14 +74,21 @@ static void BM_mlp_forward(benchmark::State& state) {
         benchmark::DoNotOptimize(out[0].raw());
     }
 }
-// prepack 0: the weights are packed for the GEMM on every call, as before
-// SessionOptions::prepack, for comparison in the same run.
-BENCHMARK(BM_mlp_forward)
-    ->ArgNames({"batch", "threads", "prepack"})
-    ->ArgsProduct({{1, 64, 256}, {1, 2}, {1}})
-    ->Args({64, 1, 0})
-    ->Args({256, 1, 0})
+}  // namespace
+
+static void BM_mlp_train_sgd_dlgraph(benchmark::State& state) { train(state, optimizer::sgd); }
+static void BM_mlp_train_adam_dlgraph(benchmark::State& state) { train(state, optimizer::adam); }
+static void BM_mlp_forward_dlgraph(benchmark::State& state) { forward(state, true); }
+TRAIN_BENCH_CASES(BM_mlp_train_sgd_dlgraph, BM_mlp_train_adam_dlgraph, BM_mlp_forward_dlgraph)
+
+// The weights packed for the GEMM on every call, as before
+// SessionOptions::prepack, for comparison with BM_mlp_forward_dlgraph.
+static void BM_mlp_forward_repacking(benchmark::State& state) { forward(state, false); }
+BENCHMARK(BM_mlp_forward_repacking)
+    ->ArgNames({"batch", "threads"})
+    ->Args({64, 1})
+    ->Args({256, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-BENCHMARK_MAIN();
+DLGRAPH_BENCH_MAIN_WITHOUT_CORETYPE()

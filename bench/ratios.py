@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Ratios dlgraph / LibTorch from a bench_cnn JSON run.
+"""Ratios dlgraph / LibTorch from a bench_cnn or bench_train JSON run.
 
     ./bench_cnn --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
         --benchmark_format=json > cnn.json
-    python3 bench/cnn_ratios.py cnn.json
+    python3 bench/ratios.py cnn.json
 
 Pairs BM_<what>_dlgraph/<args> with BM_<what>_libtorch/<args>, repetition
 by repetition (random interleaving alternates them), and prints each side's
