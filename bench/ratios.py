@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Ratios dlgraph / LibTorch from a bench_cnn or bench_train JSON run.
+"""Ratios dlgraph / reference from a bench_cnn, bench_train or bench_gemm JSON run.
 
     ./bench_cnn --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
         --benchmark_format=json > cnn.json
     python3 bench/ratios.py cnn.json
 
-Pairs BM_<what>_dlgraph/<args> with BM_<what>_libtorch/<args>, repetition
-by repetition (random interleaving alternates them), and prints each side's
+Pairs BM_<what>_dlgraph/<args> with BM_<what>_libtorch/<args> (or
+BM_<what>_openblas/<args>: bench_gemm's BM_train_*), repetition by repetition (random interleaving alternates them), and prints each side's
 median time, the median of the per-repetition ratios and their range.
 """
 import json
@@ -25,23 +25,24 @@ def main(path):
         name = r["run_name"] if "run_name" in r else r["name"]
         head, _, args = name.partition("/")
         args = args.replace("/real_time", "")
-        for side in ("dlgraph", "libtorch"):
+        for side in ("dlgraph", "libtorch", "openblas"):
             if head.endswith("_" + side):
                 what = head[len("BM_"):-len(side) - 1]
+                side = "reference" if side != "dlgraph" else side
                 times[(what, args, side)].append(r["real_time"])
                 if r.get("label"):
                     labels[(what, args)] = r["label"]
                 if "GFLOP/s" in r:
                     gflops[(what, args, side)].append(r["GFLOP/s"])
     unit = runs[0].get("time_unit", "us") if runs else "us"
-    print(f"{'benchmark':44} {'dlgraph':>10} {'libtorch':>10} {'ratio':>6}  range        GFLOP/s d / t")
+    print(f"{'benchmark':44} {'dlgraph':>10} {'reference':>10} {'ratio':>6}  range        GFLOP/s d / r")
     for (what, args, side) in sorted(times):
-        if side != "dlgraph" or (what, args, "libtorch") not in times:
+        if side != "dlgraph" or (what, args, "reference") not in times:
             continue
-        d, t = times[(what, args, "dlgraph")], times[(what, args, "libtorch")]
+        d, t = times[(what, args, "dlgraph")], times[(what, args, "reference")]
         ratios = [a / b for a, b in zip(d, t)]
         label = labels.get((what, args), "")
-        gd, gt = gflops.get((what, args, "dlgraph")), gflops.get((what, args, "libtorch"))
+        gd, gt = gflops.get((what, args, "dlgraph")), gflops.get((what, args, "reference"))
         gf = f"{statistics.median(gd):6.1f} / {statistics.median(gt):6.1f}" if gd and gt else ""
         name = f"{what}/{args}" + (f" ({label})" if label else "")
         print(f"{name:44} {statistics.median(d):9.1f}{unit[:2]} {statistics.median(t):9.1f}{unit[:2]} "

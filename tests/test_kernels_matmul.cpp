@@ -1,7 +1,7 @@
 // The matrix products' kernel core called directly on raw arrays, with no
 // Session and no threads: kernels/gemm.hpp (every transpose case, odd and
 // blocked sizes, rectangles of C that give the bits of the whole, prepacked
-// B, compile-time extents, refused workspaces) and kernels/matmul.hpp
+// B, operands read in place, compile-time extents, refused workspaces) and kernels/matmul.hpp
 // (matmul's operand view and batch walk), against double-precision loops.
 #include <doctest/doctest.h>
 
@@ -257,6 +257,42 @@ TEST_CASE_TEMPLATE("kernels::gemm_prepacked_block: packed B gives the bits of pa
                 check_close(packed.data(), N, M, N, K,
                             ref_gemm(ta, tb, M, N, K, 0.75, a.data(), lda, b.data(), ldb, old, N));
             }
+}
+
+TEST_CASE_TEMPLATE("kernels::gemm_serial: operands read in place give the bits of packed ones", T, float, double) {
+    // A product whose columns fit in one panel reads a transposed A in place,
+    // and one with few rows reads a row-major B in place (only a last,
+    // partial panel is packed); a wider product of the same A packs it. The
+    // narrow product's columns must be the wide one's to the bit, and both
+    // within rounding of double precision: M across several m blocks and a
+    // partial last panel, K across k blocks, N = 10 (a 10-class layer).
+    const std::int64_t Nw = 3 * k::gemm_nr<T> + 5, Nn = 10;
+    std::uint64_t seed = 300;
+    for (std::int64_t M : {std::int64_t(20), std::int64_t(131), std::int64_t(400)})
+        for (std::int64_t K : {std::int64_t(64), std::int64_t(300)})
+            for (bool ta : {false, true})
+                for (bool tb : {false, true}) {
+                    const std::int64_t lda = ld_of(ta, M, K), ldb = ld_of(tb, K, Nw);
+                    const auto a = rnd<T>(M * K, seed++), b = rnd<T>(K * Nw, seed++);
+                    std::vector<T> wide(static_cast<std::size_t>(M * Nw)), narrow(static_cast<std::size_t>(M * Nn));
+                    aligned_buffer<T> ww(k::gemm_workspace_size<T>(tb, M, Nw, K));
+                    aligned_buffer<T> wn(k::gemm_workspace_size<T>(tb, M, Nn, K));
+                    REQUIRE(k::gemm_serial(ta, tb, M, Nw, K, T(1), a.data(), lda, b.data(), ldb, false, wide.data(), Nw,
+                                           ww.get(), ww.n));
+                    // The first Nn columns of op(B): the same storage and leading dimension.
+                    REQUIRE(k::gemm_serial(ta, tb, M, Nn, K, T(1), a.data(), lda, b.data(), ldb, false, narrow.data(),
+                                           Nn, wn.get(), wn.n));
+                    INFO("M " << M << " K " << K << " ta " << ta << " tb " << tb);
+                    bool same = true;
+                    for (std::int64_t i = 0; i < M; ++i)
+                        same = same && std::memcmp(&narrow[static_cast<std::size_t>(i * Nn)],
+                                                   &wide[static_cast<std::size_t>(i * Nw)], Nn * sizeof(T)) == 0;
+                    CHECK(same);
+                    check_close(narrow.data(), Nn, M, Nn, K,
+                                ref_gemm(ta, tb, M, Nn, K, 1.0, a.data(), lda, b.data(), ldb, (const T*)nullptr, Nn));
+                    check_close(wide.data(), Nw, M, Nw, K,
+                                ref_gemm(ta, tb, M, Nw, K, 1.0, a.data(), lda, b.data(), ldb, (const T*)nullptr, Nw));
+                }
 }
 
 TEST_CASE_TEMPLATE("kernels::gemm: K = 0 zeroes C unless accumulating; empty products touch nothing", T, float,

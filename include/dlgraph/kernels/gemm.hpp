@@ -8,7 +8,10 @@
 // micro-kernel then keeps an mr x nr tile of C in registers while it
 // streams one A panel (from L2) against one B panel (from L1). Packing reads
 // a transposed operand in place, so all four transpose cases share one
-// kernel and nothing is copied beyond the packed blocks.
+// kernel and nothing is copied beyond the packed blocks. Where a packed copy
+// would be read too few times to repay the copy (a row-major B when C has
+// few rows, a transposed A when C's columns fit in one panel), the kernel
+// reads the operand's full panels where they lie (see direct_b_rows).
 //
 // Products with a few rows (M < gemm_small_m, the batch-1 inference case)
 // skip packing, which would cost as much as the product: each k adds a
@@ -61,12 +64,104 @@ template <class T> constexpr view<T> operand(bool trans, const T* p, std::int64_
     return trans ? view<T>{p, 1, ld} : view<T>{p, ld, 1};
 }
 
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+// AVX-512 packing of FP32 operands that the panels read across their
+// storage order (a row-major A, a transposed B): 16 x 16 blocks
+// transposed in registers (four rounds of 16 shuffles) instead of one
+// scalar move per element, about three times faster; a transposed A's
+// 12-row columns move as one masked vector. Packing moves values only, so
+// the product's bits do not depend on which packing ran.
+// GCC 12's shuffles start from _mm512_undefined_ps(), which it reports as
+// "may be used uninitialized" wherever <immintrin.h> came in before
+// kernels/xsimd.hpp's pragmas; the pragmas here cover these functions only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+namespace avx512 {
+
+// Rows r[0..16) become the columns: afterwards r[c] holds element c of
+// every input row, in row order.
+inline void transpose16(__m512 r[16]) noexcept {
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved in 32-bit elements
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    auto lo = [](__m512 a, __m512 b) {
+        return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+    };
+    auto hi = [](__m512 a, __m512 b) {
+        return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+    };
+    for (int i = 0; i < 4; ++i) {  // r[4i + j], 128-bit lane L: element 4L + j of rows 4i..4i+3
+        r[4 * i] = lo(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = hi(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = lo(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = hi(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {  // gather lane L of r[j], r[4 + j], r[8 + j], r[12 + j]
+        const __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44);
+        const __m512 u1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        const __m512 u2 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        const __m512 u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(u0, u1, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(u0, u1, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(u2, u3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(u2, u3, 0xDD);
+    }
+    for (int c = 0; c < 16; ++c) r[c] = t[c];
+}
+
+// The first n lanes (none for n <= 0, all for n >= 16).
+inline __mmask16 first(std::int64_t n) noexcept {
+    return static_cast<__mmask16>(n <= 0 ? 0 : n >= 16 ? 0xFFFF : (1u << n) - 1);
+}
+
+// Lines [0, lines) (zero past `rows`) x elements [0, kc) of a matrix whose
+// line l starts at src + l * ld, transposed: element k of line l goes to
+// out[k * stride + l] for l < lines (a masked store, which needs no
+// alignment).
+inline void transpose_lines(const float* src, std::int64_t ld, int rows, int lines, std::int64_t kc, float* out,
+                            std::int64_t stride) noexcept {
+    const __mmask16 keep = first(lines);
+    for (std::int64_t k = 0; k < kc; k += 16) {
+        const __mmask16 km = first(kc - k);
+        __m512 r[16];
+        for (int l = 0; l < 16; ++l)
+            r[l] = l < rows ? _mm512_maskz_loadu_ps(km, src + l * ld + k) : _mm512_setzero_ps();
+        transpose16(r);
+        const int kn = static_cast<int>(std::min<std::int64_t>(16, kc - k));
+        for (int kk = 0; kk < kn; ++kk) _mm512_mask_storeu_ps(out + (k + kk) * stride, keep, r[kk]);
+    }
+}
+
+}  // namespace avx512
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 // Packs rows [0, m) x k-range [0, kc) of A into panels of mr rows:
 // panel q holds A(q*mr + r, k) at [q*mr*kc + k*mr + r], rows past m zero.
 template <class T> void pack_a(view<T> A, std::int64_t m, std::int64_t kc, T* out) noexcept {
     constexpr int MR = mr<T>;
     for (std::int64_t i0 = 0; i0 < m; i0 += MR, out += MR * kc) {
         const int rows = static_cast<int>(std::min<std::int64_t>(MR, m - i0));
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+        if constexpr (std::is_same_v<T, float> && MR <= 16) {
+            if (A.cs == 1) {
+                avx512::transpose_lines(&A(i0, 0), A.rs, rows, MR, kc, out, MR);
+                continue;
+            }
+            if (A.rs == 1) {  // a panel's column is contiguous: one masked move per k
+                const __mmask16 rm = avx512::first(rows), keep = avx512::first(MR);
+                for (std::int64_t k = 0; k < kc; ++k)
+                    _mm512_mask_storeu_ps(out + k * MR, keep, _mm512_maskz_loadu_ps(rm, &A(i0, k)));
+                continue;
+            }
+        }
+#endif
         if (A.rs == 1) {  // a transposed A: a panel's column is contiguous
             for (std::int64_t k = 0; k < kc; ++k) {
                 const T* src = &A(i0, k);
@@ -92,12 +187,32 @@ template <class T> void pack_b(view<T> B, std::int64_t kc, std::int64_t n, T* ou
     constexpr int NR = nr<T>;
     for (std::int64_t j0 = 0; j0 < n; j0 += NR, out += NR * kc) {
         const int cols = static_cast<int>(std::min<std::int64_t>(NR, n - j0));
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+        if constexpr (std::is_same_v<T, float> && NR % 16 == 0) {
+            if (B.rs == 1 && B.cs != 1) {  // a transposed B: each column contiguous, 16 at a time
+                for (int c = 0; c < NR; c += 16) {
+                    const int live = std::max(0, std::min(16, cols - c));  // columns past n are zeros
+                    avx512::transpose_lines(live ? &B(0, j0 + c) : B.p, B.cs, live, 16, kc, out + c, NR);
+                }
+                continue;
+            }
+        }
+#endif
         if (B.cs == 1 && cols == NR) {
             for (std::int64_t k = 0; k < kc; ++k) {
                 const T* src = &B(k, j0);
                 for (int v = 0; v < nv; ++v) batch<T>::load_unaligned(src + v * W<T>).store_aligned(out + k * NR + v * W<T>);
             }
         } else if (B.cs == 1) {
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+            if constexpr (std::is_same_v<T, float> && NR % 16 == 0) {  // masked loads; zeros past the columns
+                for (std::int64_t k = 0; k < kc; ++k)
+                    for (int c = 0; c < NR; c += 16)
+                        _mm512_store_ps(out + k * NR + c, _mm512_maskz_loadu_ps(avx512::first(cols - c),
+                                                                               &B(k, j0) + std::min(c, cols)));
+                continue;
+            }
+#endif
             for (std::int64_t k = 0; k < kc; ++k) {
                 const T* src = &B(k, j0);
                 T* dst = out + k * NR;
@@ -116,53 +231,81 @@ template <class T> void pack_b(view<T> B, std::int64_t kc, std::int64_t n, T* ou
     }
 }
 
-// C tile (R x nr, row stride ldc) = alpha * Ap * Bp (+ C when acc), R <= mr
-// (Ap's panels are mr tall; a short last panel uses a shorter kernel rather
-// than multiplying padding). `rows` x `cols` of the tile are real; a partial
-// tile goes through a scratch tile so the kernel itself always runs full width.
-template <class T, int R>
-void micro_kernel(std::int64_t kc, const T* __restrict Ap, const T* __restrict Bp, T* C, std::int64_t ldc, T alpha,
-                  bool acc, int rows, int cols) noexcept {
-    constexpr int MR = mr<T>, NR = nr<T>;
+// Where a tile's operands are read: A's rows at k = 0 are a[0..R), and a
+// advances by `as` per k (mr in a packed panel; lda for a transposed A read
+// in place); B's columns at k = 0 are b[0..), advancing by `bs` (nr packed,
+// ldb in place).
+template <class T> struct tile_operands {
+    const T* a;
+    std::int64_t as;
+    const T* b;
+    std::int64_t bs;
+};
+
+// Stores the first n lanes of v at p (adding to what is there when acc).
+template <class T> inline void store_first(T* p, const batch<T>& v, int n, bool acc) noexcept {
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+    if constexpr (std::is_same_v<T, float> && W<T> == 16) {
+        const __mmask16 m = avx512::first(n);
+        const __m512 x = acc ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), v) : __m512(v);
+        return _mm512_mask_storeu_ps(p, m, x);
+    }
+#endif
+    alignas(64) T lanes[W<T>];
+    v.store_aligned(lanes);
+    for (int c = 0; c < n; ++c) p[c] = acc ? p[c] + lanes[c] : lanes[c];
+}
+
+// C tile (R x NV vectors, row stride ldc) = alpha * A * B (+ C when acc)
+// over depth kc, R <= mr, NV <= nv (A's panels are mr tall and B's nr wide;
+// a short last panel uses a smaller kernel rather than multiplying
+// padding). `rows` x `cols` of the tile are real and stored. Every element
+// of C is the same chain of multiply-adds over k whichever kernel computes
+// it and wherever its operands are read from.
+template <class T, int R, int NV = nv>
+void micro_kernel(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+                  int cols) noexcept {
     using B = batch<T>;
-    B s[R][nv];
+    const T* __restrict Ap = p.a;
+    const T* __restrict Bp = p.b;
+    B s[R][NV];
     for (int r = 0; r < R; ++r)
-        for (int v = 0; v < nv; ++v) s[r][v] = B(T(0));
-    for (std::int64_t k = 0; k < kc; ++k, Ap += MR, Bp += NR) {
-        B b[nv];
-        for (int v = 0; v < nv; ++v) b[v] = B::load_aligned(Bp + v * W<T>);
+        for (int v = 0; v < NV; ++v) s[r][v] = B(T(0));
+    for (std::int64_t k = 0; k < kc; ++k, Ap += p.as, Bp += p.bs) {
+        B b[NV];
+        for (int v = 0; v < NV; ++v) b[v] = B::load_unaligned(Bp + v * W<T>);
         for (int r = 0; r < R; ++r) {
             const B a(Ap[r]);
-            for (int v = 0; v < nv; ++v) s[r][v] = vm::fma(a, b[v], s[r][v]);
+            for (int v = 0; v < NV; ++v) s[r][v] = vm::fma(a, b[v], s[r][v]);
         }
     }
     const B al(alpha);
-    if (rows == R && cols == NR) {
-        for (int r = 0; r < R; ++r)
-            for (int v = 0; v < nv; ++v) {
-                T* cp = C + r * ldc + v * W<T>;
-                B res = s[r][v] * al;
-                if (acc) res += B::load_unaligned(cp);
-                res.store_unaligned(cp);
-            }
-        return;
-    }
-    alignas(64) T tile[R][NR];
-    for (int r = 0; r < R; ++r)
-        for (int v = 0; v < nv; ++v) (s[r][v] * al).store_aligned(&tile[r][v * W<T>]);
     for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) C[r * ldc + c] = acc ? C[r * ldc + c] + tile[r][c] : tile[r][c];
+        for (int v = 0; v < NV; ++v) {
+            T* cp = C + r * ldc + v * W<T>;
+            const B res = s[r][v] * al;
+            const int n = std::min(cols - v * W<T>, W<T>);
+            if (n == W<T>) (acc ? res + B::load_unaligned(cp) : res).store_unaligned(cp);
+            else if (n > 0) store_first(cp, res, n, acc);
+        }
 }
 
-// Runs the kernel for a tile of `rows` real rows: full height, or the
-// smallest of 2/3 or 1/3 of it that covers them.
-template <class T>
-void micro_tile(std::int64_t kc, const T* Ap, const T* Bp, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
-                int cols) noexcept {
+// Runs the kernel for a tile of `rows` x `cols` real elements: full height,
+// or the smallest of 2/3 or 1/3 of it that covers the rows; one vector wide
+// when the columns fit in one (N = 10 logits: 16 lanes computed, not 32).
+template <class T, int NV>
+void micro_tile_nv(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+                   int cols) noexcept {
     constexpr int MR = mr<T>;
-    if (rows > 2 * MR / 3) micro_kernel<T, MR>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
-    else if (rows > MR / 3) micro_kernel<T, 2 * MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
-    else micro_kernel<T, MR / 3>(kc, Ap, Bp, C, ldc, alpha, acc, rows, cols);
+    if (rows > 2 * MR / 3) micro_kernel<T, MR, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
+    else if (rows > MR / 3) micro_kernel<T, 2 * MR / 3, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
+    else micro_kernel<T, MR / 3, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
+}
+template <class T>
+void micro_tile(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+                int cols) noexcept {
+    if (nv > 1 && cols <= W<T>) micro_tile_nv<T, 1>(kc, p, C, ldc, alpha, acc, rows, cols);
+    else micro_tile_nv<T, nv>(kc, p, C, ldc, alpha, acc, rows, cols);
 }
 
 // K in equal blocks of at most kc_block: 784 = 4 x 196, not 3 x 256 + 16
@@ -207,31 +350,53 @@ template <class T> void pack_b_whole(view<T> B, std::int64_t K, std::int64_t N, 
     }
 }
 
+#ifndef DLGRAPH_GEMM_DIRECT_B_ROWS
+#define DLGRAPH_GEMM_DIRECT_B_ROWS 128
+#endif
+// Operands read in place rather than packed, where a packed copy would be
+// read too few times to pay for itself:
+// - a row-major B when C has at most direct_b_rows rows (each B panel then
+//   serves few tiles of A: a 64 x 784 x 512 product spent an eighth of its
+//   time packing W);
+// - a transposed A when C's columns fit in one B panel (each A panel is
+//   then used once: dW = Xᵀ dY of a 10-class layer spent a third packing).
+// Full panels are read where they lie; a last, narrower one is still
+// packed, so the kernel never reads past the matrix.
+inline constexpr std::int64_t direct_b_rows = DLGRAPH_GEMM_DIRECT_B_ROWS;
+
 // The packed product of an M x N block of C into buffers b_buf (kc x nc,
 // unused with `prepacked`: B packed whole by pack_b_whole, B itself not
 // read) and a_buf (mc x kc).
 template <class T>
 void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T> A, view<T> B, bool accumulate, T* C,
-                 std::int64_t ldc, const T* prepacked, T* b_buf, T* Ap) noexcept {
+                 std::int64_t ldc, const T* prepacked, T* b_buf, T* a_buf) noexcept {
     constexpr int MR = mr<T>, NR = nr<T>;
     const std::int64_t kc_max = k_block(K);
+    const bool direct_b = !prepacked && B.cs == 1 && M <= direct_b_rows;
+    const bool direct_a = A.rs == 1 && A.cs != 1 && N <= NR;
     for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
         const std::int64_t nc = std::min(nc_block<T>, N - jc);
+        const std::int64_t b_full = direct_b ? nc / NR * NR : 0;  // columns of B read in place
         for (std::int64_t pc = 0; pc < K; pc += kc_max) {
             const std::int64_t kc = std::min(kc_max, K - pc);
             const bool acc = accumulate || pc > 0;
             const T* Bp = b_buf;
             if (prepacked) Bp = prepacked + packed_b_offset<T>(K, jc, nc, pc);
-            else pack_b(view<T>{&B(pc, jc), B.rs, B.cs}, kc, nc, b_buf);
+            else if (b_full < nc) pack_b(view<T>{&B(pc, jc + b_full), B.rs, B.cs}, kc, nc - b_full, b_buf);
             for (std::int64_t ic = 0; ic < M; ic += mc_block<T>) {
                 const std::int64_t mc = std::min(mc_block<T>, M - ic);
-                pack_a(view<T>{&A(ic, pc), A.rs, A.cs}, mc, kc, Ap);
+                const std::int64_t a_full = direct_a ? mc / MR * MR : 0;  // rows of A read in place
+                if (a_full < mc) pack_a(view<T>{&A(ic + a_full, pc), A.rs, A.cs}, mc - a_full, kc, a_buf);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const int cols = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
+                    const T* bp = jr < b_full ? &B(pc, jc + jr) : Bp + (jr - b_full) * kc;
+                    const std::int64_t bs = jr < b_full ? B.rs : NR;
                     for (std::int64_t ir = 0; ir < mc; ir += MR) {
                         const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
-                        micro_tile<T>(kc, Ap + ir * kc, Bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, alpha, acc,
-                                      rows, cols);
+                        const tile_operands<T> p =
+                            ir < a_full ? tile_operands<T>{&A(ic + ir, pc), A.cs, bp, bs}
+                                        : tile_operands<T>{a_buf + (ir - a_full) * kc, MR, bp, bs};
+                        micro_tile<T>(kc, p, C + (ic + ir) * ldc + jc + jr, ldc, alpha, acc, rows, cols);
                     }
                 }
             }
