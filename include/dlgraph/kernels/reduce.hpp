@@ -155,31 +155,51 @@ template <class T, class N> inline void mean_grad(const T* dout, T* dx, N n) noe
 // ---- gradients ---------------------------------------------------------------------------
 //
 // Each element of X takes the gradient of the output element it folded
-// into. The walk visits X in row-major order with the offset of that
+// into. X is walked in runs over its trailing dims of one kind (all
+// reduced: every element of the run folds into one output element; all
+// kept: into consecutive ones), so each run is one vectorizable loop; the
+// runs are visited in row-major order with the offset of their first
 // output element kept incrementally (an odometer with Out's strides, 0
-// along the reduced dims), so it needs no scratch memory and no division.
+// along the reduced dims), so the walk needs no scratch memory and no
+// division. Every element is computed on its own, so the bits do not
+// depend on the runs.
 
-// Calls body(i, o) for every element i of X, o being the offset in Out of
-// the element that X[i] folds into.
-template <class R, class Body>
-inline void reduce_grad_walk(const std::int64_t* dims, R rank, const bool* red, Body body) noexcept {
+// Calls run(i, o, len, step) for consecutive runs of X: X[i + j] folds into
+// Out[o + j * step] for j < len, step 0 (trailing dims reduced) or 1 (kept).
+template <class R, class Run>
+inline void reduce_grad_runs(const std::int64_t* dims, R rank, const bool* red, Run run) noexcept {
     const int r = static_cast<int>(extent(rank));
-    // Strides into Out (kept dims contiguous, reduced dims 0).
-    std::int64_t s[max_rank], ost[max_rank], idx[max_rank] = {};
-    std::int64_t st = 1, n = 1;
-    for (int i = r - 1; i >= 0; --i) {
-        s[i] = dims[i];
+    std::int64_t n = 1;
+    for (int i = 0; i < r; ++i) n *= dims[i];
+    if (n == 0) return;
+    // The trailing dims of one kind (dims of size 1 join either) make the run.
+    int first = r;
+    std::int64_t len = 1;
+    int kind = -1;  // unknown until a dim longer than 1
+    while (first > 0) {
+        const int d = first - 1;
+        if (dims[d] != 1) {
+            if (kind == -1) kind = red[d] ? 1 : 0;
+            else if (kind != (red[d] ? 1 : 0)) break;
+        }
+        len *= dims[d];
+        first = d;
+    }
+    const std::int64_t step = kind == 1 ? 0 : 1;
+    // Out's strides over the dims outside the run (kept dims contiguous, reduced 0).
+    std::int64_t ost[max_rank] = {}, idx[max_rank] = {};
+    std::int64_t st = step == 1 ? len : 1;
+    for (int i = first - 1; i >= 0; --i) {
         ost[i] = red[i] ? 0 : st;
-        if (!red[i]) st *= s[i];
-        n *= s[i];
+        if (!red[i]) st *= dims[i];
     }
     std::int64_t o = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-        body(i, o);
-        for (int k = r - 1; k >= 0; --k) {
+    for (std::int64_t i = 0; i < n; i += len) {
+        run(i, o, len, step);
+        for (int k = first - 1; k >= 0; --k) {
             o += ost[k];
-            if (++idx[k] < s[k]) break;
-            o -= ost[k] * s[k];
+            if (++idx[k] < dims[k]) break;
+            o -= ost[k] * dims[k];
             idx[k] = 0;
         }
     }
@@ -188,15 +208,23 @@ inline void reduce_grad_walk(const std::int64_t* dims, R rank, const bool* red, 
 // reduce_sum's gradient: dx[i] = dout[o].
 template <class T, class R>
 inline void reduce_sum_grad(const T* dout, const std::int64_t* dims, R rank, const bool* red, T* dx) noexcept {
-    reduce_grad_walk(dims, rank, red, [&](std::int64_t i, std::int64_t o) { dx[i] = dout[o]; });
+    reduce_grad_runs(dims, rank, red, [&](std::int64_t i, std::int64_t o, std::int64_t len, std::int64_t step) {
+        if (step == 0) std::fill(dx + i, dx + i + len, dout[o]);
+        else std::copy(dout + o, dout + o + len, dx + i);
+    });
 }
 
-// reduce_mean's gradient: dx[i] = dout[o] / count (1 / 1 when nothing is
-// folded, where X is empty anyway).
+// reduce_mean's gradient: dx[i] = dout[o] * (1 / count) (1 / 1 when nothing
+// is folded, where X is empty anyway).
 template <class T, class R>
 inline void reduce_mean_grad(const T* dout, const std::int64_t* dims, R rank, const bool* red, T* dx) noexcept {
     const T scale = T(1) / static_cast<T>(std::max<std::int64_t>(reduced_count(dims, rank, red), 1));
-    reduce_grad_walk(dims, rank, red, [&](std::int64_t i, std::int64_t o) { dx[i] = dout[o] * scale; });
+    reduce_grad_runs(dims, rank, red, [&](std::int64_t i, std::int64_t o, std::int64_t len, std::int64_t step) {
+        T* __restrict d = dx + i;
+        if (step == 0) std::fill(d, d + len, dout[o] * scale);
+        else
+            for (std::int64_t j = 0; j < len; ++j) d[j] = dout[o + j] * scale;
+    });
 }
 
 // reduce_max's gradient: dout[o] where X equals the max it folded into,
@@ -204,8 +232,16 @@ inline void reduce_mean_grad(const T* dout, const std::int64_t* dims, R rank, co
 template <class T, class R>
 inline void reduce_max_grad(const T* x, const T* out, const T* dout, const std::int64_t* dims, R rank, const bool* red,
                             T* dx) noexcept {
-    reduce_grad_walk(dims, rank, red,
-                     [&](std::int64_t i, std::int64_t o) { dx[i] = x[i] == out[o] ? dout[o] : T(0); });
+    reduce_grad_runs(dims, rank, red, [&](std::int64_t i, std::int64_t o, std::int64_t len, std::int64_t step) {
+        const T* __restrict xs = x + i;
+        T* __restrict d = dx + i;
+        if (step == 0) {
+            const T m = out[o], g = dout[o];
+            for (std::int64_t j = 0; j < len; ++j) d[j] = xs[j] == m ? g : T(0);
+        } else {
+            for (std::int64_t j = 0; j < len; ++j) d[j] = xs[j] == out[o + j] ? dout[o + j] : T(0);
+        }
+    });
 }
 
 }  // namespace dlgraph::kernels
