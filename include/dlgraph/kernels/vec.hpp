@@ -240,9 +240,17 @@ template <class T, class A> inline xsimd::batch<T, A> sqrt(const xsimd::batch<T,
 template <class T, class A> inline xsimd::batch<T, A> pow(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) noexcept {
     return xsimd::pow(a, b);
 }
+// xsimd 8.1 (Debian 12) has no AVX-512 fma: its generic one multiplies and
+// then adds, rounding twice, where every other path (std::fma, the portable
+// vec, AVX2's fma3) rounds once. So 64-byte batches use the instruction.
 template <class T, class A>
 inline xsimd::batch<T, A> fma(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b, const xsimd::batch<T, A>& c) noexcept {
-    return xsimd::fma(a, b, c);
+#if XSIMD_WITH_AVX512F
+    if constexpr (std::is_same_v<T, float> && sizeof(xsimd::batch<T, A>) == 64) return _mm512_fmadd_ps(a, b, c);
+    else if constexpr (std::is_same_v<T, double> && sizeof(xsimd::batch<T, A>) == 64) return _mm512_fmadd_pd(a, b, c);
+    else
+#endif
+        return xsimd::fma(a, b, c);
 }
 template <class T, class A> inline T hadd(const xsimd::batch<T, A>& a) noexcept { return xsimd::hadd(a); }
 #endif
