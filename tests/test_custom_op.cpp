@@ -191,7 +191,19 @@ TEST_CASE("apply_op: an output of another element type, or handles of two progra
     CHECK_THROWS_CONTAINING(apply_op<float>("elementwise_add", {{"X", x}, {"Y", z}}), graph_error,
                             "[dlgraph.graph.program]", "elementwise_add: its inputs belong to different programs");
     CHECK_THROWS_CONTAINING(apply_op<float>("no_such_op", {{"X", x}}), graph_error, "unknown op type 'no_such_op'");
+    // Slots are checked as load_program checks them, before inference reads them.
+    CHECK_THROWS_CONTAINING(apply_op<float>("relu_grad", {{"X", x}, {"Out", x}, {"Out@GRAD", x}}), graph_error,
+                            "[dlgraph.graph.slot]", "op 'relu_grad' has no output slot 'Out' (slots: X@GRAD)");
+    CHECK_THROWS_CONTAINING(apply_op<float>("elementwise_add", {{"X", x}}), graph_error, "[dlgraph.graph.slot]",
+                            "op 'elementwise_add' needs a variable in slot 'Y'");
+    CHECK_THROWS_CONTAINING(apply_op<float>("relu", {{"X", x}, {"W", x}}), graph_error, "[dlgraph.graph.slot]",
+                            "op 'relu' has no input slot 'W' (slots: X)");
+    CHECK_THROWS_CONTAINING(apply_op<float>("relu", {{"X", x, x}}), graph_error, "[dlgraph.graph.slot]",
+                            "slot 'X' of op 'relu' takes one variable, found 2");
     CHECK(p.desc() == before);
+    const auto dx = apply_op<float>("relu_grad", {{"X", x}, {"Out", x}, {"Out@GRAD", x}}, {}, "X@GRAD");
+    CHECK(p.desc().blocks[0].ops.back().type == "relu_grad");
+    CHECK(dx.shape() == Shape{4});
     // A built-in op through apply_op is the built-in op.
     auto r = apply_op<float>("relu", {{"X", x}});
     CHECK(p.desc().blocks[0].ops.back().type == "relu");

@@ -773,6 +773,10 @@ DLGRAPH_INLINE int Program::append(const std::string& type, const std::vector<Op
     }
     const int index_of_op = static_cast<int>(blk.ops.size());
     std::string label = op_label(op, index_of_op);
+    // Slots the op lacks, required ones left out, one given twice: refused
+    // here as load_program refuses them (infer reads the slots it declares).
+    detail::check_slots(def.inputs, op.inputs, op, "inputs", label);
+    detail::check_slots(def.outputs, op.outputs, op, "outputs", label);
     auto norm = normalize_attrs(def, op, label);
     std::vector<VarMeta> in_metas;
     for (auto& n : slot_args(def.inputs, op.inputs)) {
