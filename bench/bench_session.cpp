@@ -77,6 +77,30 @@ BENCHMARK(BM_session_five_op_chain)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// A chain of three activations' gradients (what the backward pass of
+// relu(sigmoid(tanh(.))) runs), each reading Out@GRAD and its forward Out:
+// dt = tanh_grad(Out c, Out@GRAD a), ds = sigmoid_grad(Out b, ds = dt),
+// z = relu_grad(Out a, ds). Fused, a pass reads a, b, c once and writes z;
+// unfused (fuse = 0), each grad reads two arrays and writes one.
+static void BM_session_grad_chain(benchmark::State& state) {
+    run_abc(
+        state,
+        [](auto a, auto b, auto c) {
+            auto dt = apply_op<float>("tanh_grad", {{"X", b}, {"Out", c}, {"Out@GRAD", a}}, {}, "X@GRAD");
+            auto ds = apply_op<float>("sigmoid_grad", {{"X", a}, {"Out", b}, {"Out@GRAD", dt}}, {}, "X@GRAD");
+            return apply_op<float>("relu_grad", {{"X", c}, {"Out", a}, {"Out@GRAD", ds}}, {}, "X@GRAD");
+        },
+        SessionOptions{static_cast<int>(state.range(0)), state.range(1) != 0});
+}
+BENCHMARK(BM_session_grad_chain)
+    ->ArgNames({"threads", "fuse"})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Args({2, 1})
+    ->Args({2, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // The same computation as one hand-written loop into a reused buffer: the
 // ceiling a fused kernel could reach on this machine.
 static void BM_loop_a_times_b_plus_c(benchmark::State& state) {

@@ -61,6 +61,7 @@ OpDef cube_grad_def() {
 
 // test_softsign: X / (1 + |X|), element-wise and fusible.
 struct softsign_fn {
+    static constexpr bool grad_reads_out = false;  // its grad reads X: test_softsign_grad fuses too
     template <class V> V operator()(V x) const { return x / (V(1) + kernels::vm::abs(x)); }
     template <class V> V grad(V x, V, V d) const { return d / ((V(1) + kernels::vm::abs(x)) * (V(1) + kernels::vm::abs(x))); }
 };
@@ -241,8 +242,31 @@ TEST_CASE("registration refuses a type that exists, and definitions that contrad
         {"grad of a slot it lacks", [](OpDef& d) { d.grad_spec.grads = {"W"}; }, "GradSpec.grads names slot 'W', which the op does not have"},
         {"grad output it lacks", [](OpDef& d) { d.grad_spec.outs = {"Y"}; }, "GradSpec.outs names slot 'Y'"},
         {"no_grad_inputs", [](OpDef& d) { d.no_grad_inputs = {"Label"}; }, "no_grad_inputs names slot 'Label'"},
-        {"fusible, two inputs", [](OpDef& d) { d.fusible = softsign_def().fusible; d.inputs.push_back({"Y"}); },
-         "fusible with arity 1 needs exactly 1 input slot(s) and one output slot"},
+        {"fusible, two outputs", [](OpDef& d) { d.fusible = softsign_def().fusible; d.outputs.push_back({"Z"}); },
+         "fusible, but it has 2 output slots (one)"},
+        {"fusible, a slot it lacks", [](OpDef& d) { d.fusible = softsign_def().fusible; d.fusible.slots = {2, 1}; },
+         "fusible, it reads input slot 2, which does not exist (it has 1)"},
+        {"fusible, an optional slot",
+         [](OpDef& d) {
+             d.fusible = softsign_def().fusible;
+             d.inputs.push_back({"Y", false, true});
+             d.fusible.slots = {1, 0};
+         },
+         "fusible, its input slot 'Y' must take one variable"},
+        {"fusible, one slot twice",
+         [](OpDef& d) {
+             d.fusible = softsign_def().fusible;
+             d.fusible.arity = 2;
+             d.fusible.slots = {0, 0};
+         },
+         "fusible, it reads input slot 0 twice"},
+        {"fusible, axis not INT",
+         [](OpDef& d) {
+             d.fusible = softsign_def().fusible;
+             d.fusible.arity = 2;
+             d.inputs.push_back({"Y"});
+         },
+         "fusible, its axis is attribute 0, which is not an INT attribute"},
         {"fusible, no block", [](OpDef& d) { d.fusible.arity = 1; }, "fusible, but it has no block function (fp32 or fp64)"},
         {"fusible arity", [](OpDef& d) { d.fusible.arity = 3; }, "fusible.arity is 3 (0, 1 or 2)"},
         {"prepack", [](OpDef& d) { d.prepack_input = 0; }, "prepack_input and prepack go together"},
@@ -292,6 +316,27 @@ TEST_CASE("a registered element-wise op fuses like a built-in one, with the same
             const double m = av(i) * bv(i);
             CHECK(want(i) == doctest::Approx(std::exp(m / (1 + std::abs(m))) + av(i)).epsilon(1e-12));
         }
+    }
+    // Its gradient (grad_reads_out declared) fuses with exp's: exp_grad,
+    // test_softsign_grad as one pass.
+    Program p;
+    auto x = p.parameter<double>("x", {1000}, init::constant(0.5));
+    auto grads = append_backward(reduce_sum(exp(softsign(x))));
+    REQUIRE(grads.size() == 1);
+    const xt::xarray<double> xv = grad_check::random({1000}, 5, -4, 4);
+    const std::vector<TargetRef> targets{grads[0].second};
+    const std::vector<std::string> fed{"x"};
+    Session<cpu> plain(p, SessionOptions{1, false}), fused(p);
+    const xt::xarray<double> want = plain.eval(grads[0].second, {{x, xv}});
+    CHECK(fused.eval(grads[0].second, {{x, xv}}) == want);
+    const auto& steps = fused.plan(targets, fed).steps;
+    const auto ranges = fused.fused_steps(targets, fed);
+    REQUIRE(ranges.size() == 1);
+    CHECK(steps[static_cast<std::size_t>(ranges[0].first)].def->type == "exp_grad");
+    CHECK(steps[static_cast<std::size_t>(ranges[0].second)].def->type == "test_softsign_grad");
+    for (std::size_t i = 0; i < 1000; ++i) {
+        const double d = 1 + std::abs(xv(i));
+        CHECK(want(i) == doctest::Approx(std::exp(xv(i) / d) / (d * d)).epsilon(1e-12));
     }
 }
 

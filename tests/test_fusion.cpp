@@ -195,6 +195,59 @@ TEST_CASE("fusion: a new input shape re-plans the chain") {
     }
 }
 
+TEST_CASE_TEMPLATE("fusion: a chain of unary ops' gradients is one pass, in place, with the unfused bits", T, float,
+                   double) {
+    // loss = sum(w * tanh(sigmoid(log(sqrt(exp(square(relu(abs(x)))))))));
+    // its backward is mul_grad, then the eight unary grads in a row, each
+    // reading Out@GRAD and the one forward value it needs (X for abs,
+    // square and log; Out for the others).
+    for (std::int64_t n : {7, 896, 5001, 300000}) {
+        Program p;
+        auto x = p.parameter<T>("x", {n}, init::constant(0.5));
+        auto w = p.input<T>("w", {n});
+        auto loss = reduce_sum(w * tanh(sigmoid(log(sqrt(exp(square(relu(abs(x)))))))));
+        auto grads = append_backward(loss);
+        REQUIRE(grads.size() == 1);
+        const auto xv = randn<T>({static_cast<std::size_t>(n)}, 17), wv = randn<T>({static_cast<std::size_t>(n)}, 18);
+        auto [got, ranges] = eval_all_ways<T>(p, grads[0].second, {{"x", xv}, {"w", wv}});
+        INFO("n " << n);
+        // d/dx = w (1 - t^2) g (1 - g) x, with g = sigmoid(x^2 / 2), t = tanh(g).
+        for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+            const double xd = xv(i), g = 1 / (1 + std::exp(-xd * xd / 2)), t = std::tanh(g);
+            const double r = double(wv(i)) * (1 - t * t) * g * (1 - g) * xd;
+            CHECK(std::abs(double(got(i)) - r) <= (sizeof(T) == 4 ? 1e-5 : 1e-12) * (1 + std::abs(r)));
+        }
+        // The eight grads are one chain, with the same bits in place or not.
+        const std::vector<TargetRef> targets{grads[0].second};
+        const std::vector<std::string> fed{"x", "w"};
+        SessionOptions separate;
+        separate.in_place = false;
+        Session<cpu> in_place(p), apart(p, separate);
+        CHECK(to_xarray<T>(in_place.eval(targets, {{"x", xv}, {"w", wv}})[0]) == got);
+        CHECK(to_xarray<T>(apart.eval(targets, {{"x", xv}, {"w", wv}})[0]) == got);
+        const ExecutionPlan& plan = in_place.plan(targets, fed);
+        const auto step_of = [&](std::string_view type) {
+            for (std::size_t s = 0; s < plan.steps.size(); ++s)
+                if (plan.steps[s].def->type == type) return static_cast<int>(s);
+            return -1;
+        };
+        CHECK(step_of("abs_grad") - step_of("tanh_grad") == 7);
+        REQUIRE(!ranges.empty());
+        CHECK(ranges.back() == std::pair<int, int>{step_of("tanh_grad"), step_of("abs_grad")});
+        // In place, each gradient but the target takes its Out@GRAD's place.
+        const MemoryPlan m = in_place.memory_plan(targets, fed), sep = apart.memory_plan(targets, fed);
+        for (int s = step_of("tanh_grad"); s < step_of("abs_grad"); ++s) {
+            const PlannedStep& st = plan.steps[static_cast<std::size_t>(s)];
+            const auto out = static_cast<std::size_t>(st.outs[0]), dout = static_cast<std::size_t>(st.ins[st.in_off[2]]);
+            INFO(st.def->type);
+            REQUIRE(m.value_slot[out] >= 0);
+            CHECK(m.value_slot[out] == m.value_slot[dout]);
+            CHECK(m.value_offset[out] == m.value_offset[dout]);
+            CHECK((sep.value_slot[out] != sep.value_slot[dout] || sep.value_offset[out] != sep.value_offset[dout]));
+        }
+    }
+}
+
 TEST_CASE("threads: long element-wise loops split across threads give the serial bits") {
     // Single ops (not fused) over more elements than one thread takes, with
     // a length that is not a whole number of vectors.

@@ -3,7 +3,7 @@
 // (mish.cpp). Everything an op needs is here: slots, shape inference, the
 // CPU kernels (on the kernel core: one functor for scalars, SIMD vectors
 // and device threads), the gradient (a GradSpec naming mish_grad), the
-// fusion entry (it is element-wise), and a builder function.
+// fusion entries (both ops are element-wise), and a builder function.
 #pragma once
 
 #include <dlgraph/cpu/elementwise.hpp>  // cpu_ops::unary_loop, fusible_of
@@ -72,6 +72,12 @@ inline OpDef mish_grad_def() {
     OpDef d{"mish_grad", {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &mish_grad_infer};
     d.doc = "X@GRAD of mish";
     d.kernels = cpu_kernels<mish_grad_kernel, float, double>();
+    // Element-wise too: X@GRAD = g(Out@GRAD, X), so a chain of gradients
+    // (mish_grad after another activation's) runs as one pass. The block
+    // reads input slots 2 (Out@GRAD) and 0 (X); Out is not read.
+    d.fusible = cpu_ops::fusible_of<kernels::grad_by_fn<mish_fn>, 2>();
+    d.fusible.slots = {2, 0};
+    d.fusible.axis_attr = -1;  // no `axis` attribute: same-shape operands
     return d;
 }
 

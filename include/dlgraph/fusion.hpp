@@ -158,7 +158,7 @@ inline std::vector<std::unique_ptr<fused_chain>> bind_chains(const ExecutionPlan
             for (int k = 0; k < st.def->fusible.arity; ++k) {
                 fused_operand& o = k == 0 ? in.x : in.y;
                 o.kind = cp.operands[t - s][static_cast<std::size_t>(k)];
-                if (o.kind != FusedOperand::running) o.t = &steps[t].second.in(k);
+                if (o.kind != FusedOperand::running) o.t = &steps[t].second.in(st.def->fusible.slots[static_cast<std::size_t>(k)]);
             }
             chain->instrs.push_back(in);
         }

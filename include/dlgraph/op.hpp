@@ -157,8 +157,16 @@ using KernelTable = std::array<KernelFn, num_dtypes>;
 // ops ignore y. One per floating dtype (FP32, FP64).
 using BlockFn = void (*)(std::int64_t n, const void* x, int sx, const void* y, int sy, void* z);
 struct Fusible {
-    int arity = 0;  // 0: not fusible; 1: unary (X); 2: binary (X, Y, attribute `axis`)
+    int arity = 0;  // 0: not fusible; 1: unary (x); 2: binary (x, y)
     BlockFn fp32 = nullptr, fp64 = nullptr;
+    // The input slots the block reads as x and y. The op may have other
+    // input slots: the block's math must not depend on them (a unary op's
+    // grad reads Out@GRAD and one of X, Out). In place, the output may take
+    // over the memory of slots[0].
+    std::array<int, 2> slots{0, 1};
+    // Binary: the INT attribute that places y onto x (Paddle's `axis`);
+    // -1: none, y is aligned at x's trailing dims (NumPy).
+    int axis_attr = 0;
     BlockFn fn(DataType t) const { return t == DataType::FP32 ? fp32 : t == DataType::FP64 ? fp64 : nullptr; }
 };
 

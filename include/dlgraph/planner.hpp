@@ -668,8 +668,9 @@ DLGRAPH_INLINE std::vector<int> in_place_sharing(const ExecutionPlan& p, const s
     auto shared_value = [&](std::size_t v) { return p.values[v].in_arena() && !p.values[v].target; };
     for (int s = 0; s < static_cast<int>(p.steps.size()); ++s) {
         const PlannedStep& st = p.steps[static_cast<std::size_t>(s)];
-        if (!st.def->fusible.arity || st.outs.empty() || st.ins.empty() || st.in_off[1] == st.in_off[0]) continue;
-        const auto o = static_cast<std::size_t>(st.outs[0]), x = static_cast<std::size_t>(st.ins[st.in_off[0]]);
+        const auto slot = static_cast<std::size_t>(st.def->fusible.slots[0]);
+        if (!st.def->fusible.arity || st.outs.empty() || st.in_off[slot + 1] == st.in_off[slot]) continue;
+        const auto o = static_cast<std::size_t>(st.outs[0]), x = static_cast<std::size_t>(st.ins[st.in_off[slot]]);
         if (o == x || !shared_value(o) || !shared_value(x) || p.values[x].last_step != s || p.values[x].first_step >= s)
             continue;
         if (p.values[x].place != p.values[o].place) continue;
@@ -970,11 +971,12 @@ DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, c
             if (m.dtype != om.dtype || !(m.shape == om.shape)) break;
             if (t > s && !private_to(prev, t)) break;
             std::array<FusedOperand, 2> ops{FusedOperand::running, FusedOperand::running};
-            const std::int64_t axis = st.def->fusible.arity == 2 ? st.attrs[0].i : -1;
+            const Fusible& f = st.def->fusible;
+            const std::int64_t axis = f.arity == 2 && f.axis_attr >= 0 ? st.attrs[static_cast<std::size_t>(f.axis_attr)].i : -1;
             bool ok = true;
             std::int64_t row = chain.row;
-            for (int k = 0; k < st.def->fusible.arity && ok; ++k) {
-                const int v = st.ins[st.in_off[static_cast<std::size_t>(k)]];
+            for (int k = 0; k < f.arity && ok; ++k) {
+                const int v = st.ins[st.in_off[static_cast<std::size_t>(f.slots[static_cast<std::size_t>(k)])]];
                 if (t == s || v != prev)
                     ok = detail::classify_operand(metas[static_cast<std::size_t>(v)], m.shape, axis,
                                                   ops[static_cast<std::size_t>(k)], row);

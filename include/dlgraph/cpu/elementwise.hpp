@@ -137,7 +137,16 @@ template <class Fn> struct elementwise_unary_grad {
             kernels::unary_grad_loop(e - b, x + b, y + b, d + b, dx + b, Fn{});
         });
     }
-    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_grad, float, double>(); }
+    static void attach(OpDef& d) {
+        d.kernels = cpu_kernels<elementwise_unary_grad, float, double>();
+        // Fused as dX = g(Out@GRAD, Out or X) where Fn says which one its
+        // grad reads: a chain of unary grads runs as one pass.
+        if constexpr (requires { bool(Fn::grad_reads_out); }) {
+            d.fusible = fusible_of<kernels::grad_by_fn<Fn>, 2>();
+            d.fusible.slots = {DOut, Fn::grad_reads_out ? Out : X};
+            d.fusible.axis_attr = -1;
+        }
+    }
 };
 
 struct scale_op {

@@ -67,36 +67,44 @@ struct pow_fn {
 };
 
 struct relu_fn {
+    static constexpr bool grad_reads_out = true;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::max(a, V(0)); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return vm::select(out > V(0), dout, V(0)); }
 };
 struct sigmoid_fn {
+    static constexpr bool grad_reads_out = true;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return V(1) / (V(1) + vm::exp(-a)); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * out * (V(1) - out); }
 };
 struct tanh_fn {
+    static constexpr bool grad_reads_out = true;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::tanh(a); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * (V(1) - out * out); }
 };
 struct exp_fn {
+    static constexpr bool grad_reads_out = true;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::exp(a); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * out; }
 };
 struct log_fn {
+    static constexpr bool grad_reads_out = false;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::log(a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout / x; }
 };
 struct sqrt_fn {
+    static constexpr bool grad_reads_out = true;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::sqrt(a); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * V(0.5) / out; }
 };
 struct abs_fn {
+    static constexpr bool grad_reads_out = false;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::abs(a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
         return vm::select(x > V(0), dout, vm::select(x < V(0), -dout, V(0)));
     }
 };
 struct square_fn {
+    static constexpr bool grad_reads_out = false;  // else X
     template <class V> DLGRAPH_HD V operator()(V a) const { return wrap_mul(a, a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * V(2) * x; }
 };
@@ -181,6 +189,13 @@ inline void unary_grad_loop(std::int64_t n, const T* x, const T* y, const T* dy,
     }
     for (; i < n; ++i) dx[i] = f.grad(x[i], y[i], dy[i]);
 }
+
+// A unary op's gradient as a binary function of (Out@GRAD, v), v being the
+// forward value its grad reads (Out if F::grad_reads_out, else X): what a
+// fused chain of gradients runs.
+template <class F> struct grad_by_fn {
+    template <class V> DLGRAPH_HD V operator()(V dout, V v) const { return F{}.grad(v, v, dout); }
+};
 
 // Whether any of y[0..n) is zero (an integer division's fault).
 template <class T> inline bool find_zero(const T* y, std::int64_t n) noexcept {

@@ -148,12 +148,21 @@ DLGRAPH_INLINE void check_op_definition(const OpDef& d) {
     const Fusible& f = d.fusible;
     if (f.arity < 0 || f.arity > 2) fail("fusible.arity is " + std::to_string(f.arity) + " (0, 1 or 2)");
     if (f.arity > 0) {
-        // The fused chain passes input slots 0 (and 1) and writes output 0.
-        if (static_cast<int>(d.inputs.size()) != f.arity || d.outputs.size() != 1)
-            fail("fusible with arity " + std::to_string(f.arity) + " needs exactly " + std::to_string(f.arity) +
-                 " input slot(s) and one output slot");
-        for (auto& sd : d.inputs)
+        // The fused chain passes input slots f.slots[0] (and [1]) and writes output 0.
+        if (d.outputs.size() != 1) fail("fusible, but it has " + std::to_string(d.outputs.size()) + " output slots (one)");
+        for (int k = 0; k < f.arity; ++k) {
+            const int slot = f.slots[static_cast<std::size_t>(k)];
+            if (slot < 0 || slot >= static_cast<int>(d.inputs.size()))
+                fail("fusible, it reads input slot " + std::to_string(slot) + ", which does not exist (it has " +
+                     std::to_string(d.inputs.size()) + ")");
+            if (k == 1 && slot == f.slots[0]) fail("fusible, it reads input slot " + std::to_string(slot) + " twice");
+            const SlotDef& sd = d.inputs[static_cast<std::size_t>(slot)];
             if (sd.duplicable || sd.optional) fail("fusible, its input slot '" + std::string(sd.name) + "' must take one variable");
+        }
+        if (f.arity == 2 && f.axis_attr >= 0 &&
+            (f.axis_attr >= static_cast<int>(d.attrs.size()) ||
+             d.attrs[static_cast<std::size_t>(f.axis_attr)].value.type != AttrType::INT))
+            fail("fusible, its axis is attribute " + std::to_string(f.axis_attr) + ", which is not an INT attribute");
         if (!f.fp32 && !f.fp64) fail("fusible, but it has no block function (fp32 or fp64)");
     }
     if ((d.prepack_input >= 0) != (d.prepack != nullptr)) fail("prepack_input and prepack go together");
