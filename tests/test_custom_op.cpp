@@ -242,6 +242,7 @@ TEST_CASE("registration refuses a type that exists, and definitions that contrad
         {"grad of a slot it lacks", [](OpDef& d) { d.grad_spec.grads = {"W"}; }, "GradSpec.grads names slot 'W', which the op does not have"},
         {"grad output it lacks", [](OpDef& d) { d.grad_spec.outs = {"Y"}; }, "GradSpec.outs names slot 'Y'"},
         {"no_grad_inputs", [](OpDef& d) { d.no_grad_inputs = {"Label"}; }, "no_grad_inputs names slot 'Label'"},
+        {"out_grads it lacks", [](OpDef& d) { d.grad_spec.out_grads = {"Y"}; }, "GradSpec.out_grads names slot 'Y'"},
         {"fusible, two outputs", [](OpDef& d) { d.fusible = softsign_def().fusible; d.outputs.push_back({"Z"}); },
          "fusible, but it has 2 output slots (one)"},
         {"fusible, a slot it lacks", [](OpDef& d) { d.fusible = softsign_def().fusible; d.fusible.slots = {2, 1}; },

@@ -8,6 +8,8 @@
 #include <random>
 #include <xtensor/xrandom.hpp>
 
+#include <dlgraph/optimizer.hpp>
+
 #include "test_helpers.hpp"
 
 using namespace dlgraph;
@@ -246,6 +248,35 @@ TEST_CASE_TEMPLATE("fusion: a chain of unary ops' gradients is one pass, in plac
             CHECK((sep.value_slot[out] != sep.value_slot[dout] || sep.value_offset[out] != sep.value_offset[dout]));
         }
     }
+}
+
+TEST_CASE("fusion: in a training step, bias and ReLU still fuse: relu_grad reads Out, not X") {
+    Program p;
+    auto x = p.input<float>("x", {-1, 20});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto h = relu(matmul(x, p.parameter<float>("w1", {20, 30}, init::kaiming_uniform(1))) +
+                  p.parameter<float>("b1", {30}, init::constant(0.1)));
+    auto logits = matmul(h, p.parameter<float>("w2", {30, 10}, init::xavier_uniform(2)));
+    auto loss = mean(softmax_with_cross_entropy(logits, label).second);
+    const std::vector<TargetRef> step = SGD(0.1).minimize(loss).with({loss});
+    const std::vector<std::string> fed{"x", "label"};
+    const auto xv = randn<float>({8, 20}, 19);
+    xt::xarray<std::int64_t> lv = xt::zeros<std::int64_t>({8, 1});
+    for (std::size_t i = 0; i < 8; ++i) lv(i, 0) = static_cast<std::int64_t>(i % 10);
+    Session<cpu> plain(p, SessionOptions{1, false}), fused(p);
+    std::vector<double> losses[2];
+    for (int it = 0; it < 3; ++it) {
+        losses[0].push_back(plain.eval(step, {{"x", xv}, {"label", lv}}).back().item<float>());
+        losses[1].push_back(fused.eval(step, {{"x", xv}, {"label", lv}}).back().item<float>());
+    }
+    CHECK(losses[0] == losses[1]);
+    const auto& steps = fused.plan(step, fed).steps;
+    const auto ranges = fused.fused_steps(step, fed);
+    REQUIRE(!ranges.empty());
+    CHECK(steps[static_cast<std::size_t>(ranges[0].first)].def->type == "elementwise_add");
+    CHECK(steps[static_cast<std::size_t>(ranges[0].second)].def->type == "relu");
+    for (auto& st : steps)
+        if (st.def->type == "relu_grad") CHECK(st.in_off[1] == st.in_off[0]);  // no X
 }
 
 TEST_CASE("threads: long element-wise loops split across threads give the serial bits") {

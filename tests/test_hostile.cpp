@@ -192,6 +192,32 @@ TEST_CASE("hostile: grad ops called directly with inconsistent inputs are refuse
         CHECK_THROWS_CONTAINING(load_program(unary), shape_error, "[dlgraph.shape.grad]", type.c_str(),
                                 "Out is [3,2] but the forward op's Out is [2,3,4]");
     }
+    // A gradient of Out alone takes no X (Paddle's relu_grad, tanh_grad ...);
+    // one that reads X needs it.
+    auto out_only = [](const std::string& type, std::vector<std::int64_t> g) {
+        return program({var("o", {2, 3}), var("g", g), var("dx", {-1, -1})},
+                       {fill("o", {2, 3}), fill("g", g),
+                        op(type, {{"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}})});
+    };
+    for (std::string type : {"relu_grad", "sigmoid_grad", "tanh_grad", "exp_grad", "sqrt_grad"}) {
+        CHECK_NOTHROW(load_program(out_only(type, {2, 3})));
+        CHECK_THROWS_CONTAINING(load_program(out_only(type, {3, 2})), shape_error, "[dlgraph.shape.grad]", type.c_str(),
+                                "Out@GRAD is [3,2] but the forward op's Out is [2,3]");
+    }
+    for (std::string type : {"log_grad", "abs_grad", "square_grad"}) {
+        const std::string want = "op '" + type + "' needs a variable in slot 'X'";
+        CHECK_THROWS_CONTAINING(load_program(out_only(type, {2, 3})), graph_error, "[dlgraph.graph.slot]", want.c_str());
+    }
+    // Likewise a binary op's gradient takes no Out, except pow's.
+    auto no_out = [](const std::string& type) {
+        return program({var("x", {2, 3}), var("y", {3}), var("g", {2, 3}), var("dx", {-1, -1}), var("dy", {-1})},
+                       {fill("x", {2, 3}), fill("y", {3}), fill("g", {2, 3}),
+                        op(type, {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}})});
+    };
+    for (std::string type : {"elementwise_add_grad", "elementwise_mul_grad", "elementwise_max_grad"})
+        CHECK_NOTHROW(load_program(no_out(type)));
+    CHECK_THROWS_CONTAINING(load_program(no_out("elementwise_pow_grad")), graph_error, "[dlgraph.graph.slot]",
+                            "op 'elementwise_pow_grad' needs a variable in slot 'Out'");
     auto reduce = program({var("x", {200, 300}), var("o", {300}), var("g", {3, 2}), var("dx", {-1, -1})},
                           {fill("x", {200, 300}), fill("o", {300}), fill("g", {3, 2}),
                            op("reduce_mean_grad", {{"X", {"x"}}, {"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}},

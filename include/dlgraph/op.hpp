@@ -200,6 +200,10 @@ struct GradSpec {
     std::vector<std::string_view> ins;
     std::vector<std::string_view> outs;
     std::vector<std::string_view> grads;
+    // Forward output slots whose gradient alone the grad op reads (as
+    // "<slot>@GRAD"), not their value: the value may then die with the
+    // forward pass (elementwise_add_grad needs Out@GRAD, not Out).
+    std::vector<std::string_view> out_grads{};
 };
 
 struct OpDef {
@@ -365,6 +369,13 @@ DLGRAPH_INLINE std::vector<OpDesc> make_grad_ops(const OpDef& def, const GradReq
         auto* s = r.fwd.output(slot);
         if (!s) continue;
         op.set_input(std::string(slot), s->arguments);
+        std::vector<std::string> grads;
+        for (std::size_t k = 0; k < s->arguments.size(); ++k) grads.push_back(r.out_grad(slot, k));
+        op.set_input(grad_var_name(slot), grads);
+    }
+    for (auto slot : g.out_grads) {
+        auto* s = r.fwd.output(slot);
+        if (!s) continue;
         std::vector<std::string> grads;
         for (std::size_t k = 0; k < s->arguments.size(); ++k) grads.push_back(r.out_grad(slot, k));
         op.set_input(grad_var_name(slot), grads);

@@ -80,7 +80,9 @@ template <ck::binop Op> struct binary_grad_op {
         const Tensor& x = c.in(X);
         const Tensor& y = c.in(Y);
         const Tensor& d = c.in(DOut);
-        ck::binary_grad<T>(Op, d.numel(), x.numel(), y.numel(), x.data<T>(), y.data<T>(), c.in(Out).template data<T>(),
+        // Out is absent where the gradient does not read it: Out@GRAD stands in.
+        const T* out = c.in_count(Out) ? c.in(Out).template data<T>() : d.template data<T>();
+        ck::binary_grad<T>(Op, d.numel(), x.numel(), y.numel(), x.data<T>(), y.data<T>(), out,
                            d.data<T>(), c.out_count(0) ? c.out(0).data<T>() : nullptr,
                            c.out_count(1) ? c.out(1).data<T>() : nullptr,
                            strides_of(x.shape(), y.shape(), c.attr(0).i, d.shape()), stream_of(c));
@@ -95,8 +97,10 @@ template <ck::unop Op> struct unary_op {
 
 template <ck::unop Op> struct unary_grad_op {
     template <class T> static void compute(const KernelContext& c) {
-        ck::unary_grad<T>(Op, c.in(0).numel(), c.in(0).data<T>(), c.in(1).data<T>(), c.in(2).data<T>(),
-                          c.out(0).data<T>(), stream_of(c));
+        // X (slot 0) is absent where the gradient reads only Out.
+        const Tensor& x = c.in_count(0) ? c.in(0) : c.in(1);
+        ck::unary_grad<T>(Op, c.in(2).numel(), x.data<T>(), c.in(1).data<T>(), c.in(2).data<T>(), c.out(0).data<T>(),
+                          stream_of(c));
     }
 };
 

@@ -102,7 +102,10 @@ template <class Fn> struct elementwise_binary_grad {
         const Shape& zs = c.in(DOut).shape();
         const std::int64_t n = zs.numel();
         const T *xd = x.template data<T>(), *yd = y.template data<T>();
-        const T *od = c.in(Out).template data<T>(), *dd = c.in(DOut).template data<T>();
+        // Without Out (a gradient that does not read it), Out@GRAD of its
+        // shape stands in for it.
+        const T* dd = c.in(DOut).template data<T>();
+        const T* od = c.in_count(Out) ? c.in(Out).template data<T>() : dd;
         T* dx = c.out_count(DX) ? c.out(DX).template data<T>() : nullptr;
         T* dy = c.out_count(DY) ? c.out(DY).template data<T>() : nullptr;
         if (x.numel() == n && y.numel() == n) {  // element by element: split over threads, bits as one loop
@@ -131,9 +134,11 @@ template <class Fn, class... Ts> struct elementwise_unary {
 template <class Fn> struct elementwise_unary_grad {
     enum { X = 0, Out = 1, DOut = 2 };
     template <class T> static void compute(cpu, const KernelContext& c) {
-        const T *x = c.in(X).template data<T>(), *y = c.in(Out).template data<T>(), *d = c.in(DOut).template data<T>();
+        // X is absent where the gradient reads only Out (Fn ignores it then).
+        const T *y = c.in(Out).template data<T>(), *d = c.in(DOut).template data<T>();
+        const T* x = c.in_count(X) ? c.in(X).template data<T>() : y;
         T* dx = c.out(0).template data<T>();
-        split_loop<T>(c.in(X).numel(), [&](std::int64_t b, std::int64_t e) {
+        split_loop<T>(c.in(DOut).numel(), [&](std::int64_t b, std::int64_t e) {
             kernels::unary_grad_loop(e - b, x + b, y + b, d + b, dx + b, Fn{});
         });
     }

@@ -21,16 +21,19 @@ inline constexpr int max_rank = 8;  // as dlgraph::Shape
 // On integers, + - * wrap around (wrap_add, ...) as NumPy's do.
 
 struct add_fn {
+    static constexpr bool grad_reads_out = false;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return wrap_add(a, b); }
     template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
     template <class V> DLGRAPH_HD V dy(V, V, V, V d) const { return d; }
 };
 struct sub_fn {
+    static constexpr bool grad_reads_out = false;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return wrap_sub(a, b); }
     template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
     template <class V> DLGRAPH_HD V dy(V, V, V, V d) const { return -d; }
 };
 struct mul_fn {
+    static constexpr bool grad_reads_out = false;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return wrap_mul(a, b); }
     template <class V> DLGRAPH_HD V dx(V, V y, V, V d) const { return d * y; }
     template <class V> DLGRAPH_HD V dy(V x, V, V, V d) const { return d * x; }
@@ -39,6 +42,7 @@ struct mul_fn {
 // (find_zero); a divisor of -1 negates with wrap-around, so INT_MIN / -1 is
 // INT_MIN (as NumPy gives) rather than a trap.
 struct div_fn {
+    static constexpr bool grad_reads_out = true;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const {
         if constexpr (std::is_integral_v<V>) {
             if (b == -1) return static_cast<V>(std::make_unsigned_t<V>(0) - static_cast<std::make_unsigned_t<V>>(a));
@@ -50,61 +54,64 @@ struct div_fn {
     template <class V> DLGRAPH_HD V dy(V, V y, V out, V d) const { return -d * out / y; }
 };
 struct max_fn {
+    static constexpr bool grad_reads_out = false;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::max(a, b); }
     // Ties send the gradient to Y, as PaddlePaddle does.
     template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return vm::select(x > y, d, V(0)); }
     template <class V> DLGRAPH_HD V dy(V x, V y, V, V d) const { return vm::select(x > y, V(0), d); }
 };
 struct min_fn {
+    static constexpr bool grad_reads_out = false;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::min(a, b); }
     template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return vm::select(x < y, d, V(0)); }
     template <class V> DLGRAPH_HD V dy(V x, V y, V, V d) const { return vm::select(x < y, V(0), d); }
 };
 struct pow_fn {
+    static constexpr bool grad_reads_out = true;  // whether dx, dy read Out
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::pow(a, b); }
     template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return d * y * vm::pow(x, y - V(1)); }
     template <class V> DLGRAPH_HD V dy(V x, V, V out, V d) const { return d * out * vm::log(x); }
 };
 
 struct relu_fn {
-    static constexpr bool grad_reads_out = true;  // else X
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::max(a, V(0)); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return vm::select(out > V(0), dout, V(0)); }
 };
 struct sigmoid_fn {
-    static constexpr bool grad_reads_out = true;  // else X
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return V(1) / (V(1) + vm::exp(-a)); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * out * (V(1) - out); }
 };
 struct tanh_fn {
-    static constexpr bool grad_reads_out = true;  // else X
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::tanh(a); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * (V(1) - out * out); }
 };
 struct exp_fn {
-    static constexpr bool grad_reads_out = true;  // else X
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::exp(a); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * out; }
 };
 struct log_fn {
-    static constexpr bool grad_reads_out = false;  // else X
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::log(a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout / x; }
 };
 struct sqrt_fn {
-    static constexpr bool grad_reads_out = true;  // else X
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::sqrt(a); }
     template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return dout * V(0.5) / out; }
 };
 struct abs_fn {
-    static constexpr bool grad_reads_out = false;  // else X
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::abs(a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
         return vm::select(x > V(0), dout, vm::select(x < V(0), -dout, V(0)));
     }
 };
 struct square_fn {
-    static constexpr bool grad_reads_out = false;  // else X
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
     template <class V> DLGRAPH_HD V operator()(V a) const { return wrap_mul(a, a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * V(2) * x; }
 };

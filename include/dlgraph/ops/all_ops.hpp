@@ -127,10 +127,12 @@ DLGRAPH_INLINE void check_op_definition(const OpDef& d) {
     };
     const GradSpec& g = d.grad_spec;
     if (!g.type.empty() && d.grad_maker) fail("it has both a GradSpec and a grad maker");
-    if (g.type.empty() && !(g.ins.empty() && g.outs.empty() && g.grads.empty())) fail("its GradSpec has slots but no type");
+    if (g.type.empty() && !(g.ins.empty() && g.outs.empty() && g.grads.empty() && g.out_grads.empty()))
+        fail("its GradSpec has slots but no type");
     for (auto n : g.ins) need(d.inputs, n, "GradSpec.ins");
     for (auto n : g.outs) need(d.outputs, n, "GradSpec.outs");
     for (auto n : g.grads) need(d.inputs, n, "GradSpec.grads");
+    for (auto n : g.out_grads) need(d.outputs, n, "GradSpec.out_grads");
     for (auto n : d.no_grad_inputs) need(d.inputs, n, "no_grad_inputs");
     if (const OpDef* gd = g.type.empty() ? nullptr : find_op(g.type)) {
         // The grad op exists already: it must take what the spec passes it.
@@ -144,6 +146,7 @@ DLGRAPH_INLINE void check_op_definition(const OpDef& d) {
             need_grad(gd->inputs, grad_var_name(n), "input");
         }
         for (auto n : g.grads) need_grad(gd->outputs, grad_var_name(n), "output");
+        for (auto n : g.out_grads) need_grad(gd->inputs, grad_var_name(n), "input");
     }
     const Fusible& f = d.fusible;
     if (f.arity < 0 || f.arity > 2) fail("fusible.arity is " + std::to_string(f.arity) + " (0, 1 or 2)");
@@ -187,7 +190,8 @@ DLGRAPH_INLINE const OpDef& register_op(OpDef def) {
         for (auto& sd : *slots) keep(sd.name);
     for (auto& a : def.attrs) keep(a.name);
     keep(def.grad_spec.type);
-    for (auto* names : {&def.grad_spec.ins, &def.grad_spec.outs, &def.grad_spec.grads, &def.no_grad_inputs})
+    for (auto* names : {&def.grad_spec.ins, &def.grad_spec.outs, &def.grad_spec.grads, &def.grad_spec.out_grads,
+                        &def.no_grad_inputs})
         for (auto& n : *names) keep(n);
     for (auto& dk : def.device_kernels) keep(dk.first);
     auto owned = std::make_unique<OpDef>(std::move(def));

@@ -59,6 +59,9 @@ inline void check_grad_shape(const InferContext& c, const Shape& want, int slot,
 
 // ---- binary ops ---------------------------------------------------------------
 
+// Whether the gradient of binary op Fn reads Out (div's and pow's d/dY do).
+template <class Fn> inline constexpr bool binary_grad_reads_out = Fn::grad_reads_out;
+
 template <class Fn> struct elementwise_binary {
     enum { X = 0, Y = 1 };
     enum { axis = 0 };
@@ -69,27 +72,31 @@ template <class Fn> struct elementwise_binary {
     static OpDef make(std::string_view type, std::string_view grad_type, std::string_view doc) {
         OpDef d{type, {{"X"}, {"Y"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &infer};
         d.doc = doc;
-        d.grad_spec = {grad_type, {"X", "Y"}, {"Out"}, {"X", "Y"}};
+        // Only div's and pow's gradients read Out; the others take Out@GRAD alone, so
+        // Out may die with the forward pass (and `relu(h + b)` fuses in training).
+        if (binary_grad_reads_out<Fn>) d.grad_spec = {grad_type, {"X", "Y"}, {"Out"}, {"X", "Y"}};
+        else d.grad_spec = {grad_type, {"X", "Y"}, {}, {"X", "Y"}, {"Out"}};
         return d;
     }
 };
 
 // The grad op of a binary op: X, Y, Out, Out@GRAD -> X@GRAD, Y@GRAD (each
-// optional).
+// optional). Out is optional where the gradient does not read it.
 struct elementwise_binary_grad {
     enum { X = 0, Y = 1, Out = 2, DOut = 3 };
     enum { DX = 0, DY = 1 };
     enum { axis = 0 };
     static void infer(const InferContext& c) {
-        c.same_dtype({X, Y, Out, DOut});
+        if (c.in_count(Out)) c.same_dtype({X, Y, Out, DOut});
+        else c.same_dtype({X, Y, DOut});
         const Shape out = broadcast_infer(c, c.shape(X), c.shape(Y), c.attr(axis).i);
-        check_grad_shape(c, out, Out, "Out");
+        if (c.in_count(Out)) check_grad_shape(c, out, Out, "Out");
         check_grad_shape(c, out, DOut, "Out@GRAD");
         if (c.out_count(DX)) c.set(DX, c.dtype(X), c.shape(X));
         if (c.out_count(DY)) c.set(DY, c.dtype(Y), c.shape(Y));
     }
-    static OpDef make(std::string_view type) {
-        OpDef d{type, {{"X"}, {"Y"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
+    static OpDef make(std::string_view type, bool out_optional) {
+        OpDef d{type, {{"X"}, {"Y"}, {"Out", false, out_optional}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
                 {{"axis", Attribute::make_int("axis", -1)}}, &infer};
         d.doc = "X@GRAD, Y@GRAD of a broadcasting binary op";
         return d;
@@ -113,37 +120,46 @@ inline OpDef elementwise_pow_def() { return elementwise_binary<kernels::pow_fn>:
 // Same shape and dtype as X.
 inline void same_as_x_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shape(0)); }
 
-inline OpDef elementwise_unary_def(std::string_view type, std::string_view grad_type, std::string_view doc) {
+// A unary op whose math is Fn. Its gradient reads X or Out (Fn's
+// grad_reads_out), as Paddle's grad ops do: a gradient of Out alone (relu's)
+// is not passed X, which then dies with the forward pass (a `relu(h + b)`
+// chain fuses in training too).
+template <class Fn> OpDef elementwise_unary_def(std::string_view type, std::string_view grad_type, std::string_view doc) {
     OpDef d{type, {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
     d.doc = doc;
-    d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
+    if (Fn::grad_reads_out) d.grad_spec = {grad_type, {}, {"Out"}, {"X"}};
+    else d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
     return d;
 }
 
-// The grad op of a unary op: X, Out, Out@GRAD -> X@GRAD.
+// The grad op of a unary op: X, Out, Out@GRAD -> X@GRAD. X is optional
+// for a gradient that reads only Out (then X@GRAD takes Out's shape).
 struct elementwise_unary_grad {
     enum { X = 0, Out = 1, DOut = 2 };
     static void infer(const InferContext& c) {
-        c.same_dtype({X, Out, DOut});
-        check_grad_shape(c, c.shape(X), Out, "Out");
-        check_grad_shape(c, c.shape(X), DOut, "Out@GRAD");
-        c.set(0, c.dtype(X), c.shape(X));
+        const int ref = c.in_count(X) ? X : Out;
+        if (ref == X) c.same_dtype({X, Out, DOut});
+        else c.same_dtype({Out, DOut});
+        if (ref == X) check_grad_shape(c, c.shape(X), Out, "Out");
+        check_grad_shape(c, c.shape(ref), DOut, "Out@GRAD");
+        c.set(0, c.dtype(ref), c.shape(ref));
     }
-    static OpDef make(std::string_view type) {
-        OpDef d{type, {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &infer};
+    static OpDef make(std::string_view type, bool x_optional = false) {
+        OpDef d{type, {{"X", false, x_optional}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &infer};
+        d.kernel_slot = DOut;
         d.doc = "X@GRAD = Out@GRAD * d(Out)/d(X)";
         return d;
     }
 };
 
-inline OpDef relu_def() { return elementwise_unary_def("relu", "relu_grad", "Out = max(X, 0)"); }
-inline OpDef sigmoid_def() { return elementwise_unary_def("sigmoid", "sigmoid_grad", "Out = 1 / (1 + exp(-X))"); }
-inline OpDef tanh_def() { return elementwise_unary_def("tanh", "tanh_grad", "Out = tanh(X)"); }
-inline OpDef exp_def() { return elementwise_unary_def("exp", "exp_grad", "Out = exp(X)"); }
-inline OpDef log_def() { return elementwise_unary_def("log", "log_grad", "Out = ln(X)"); }
-inline OpDef sqrt_def() { return elementwise_unary_def("sqrt", "sqrt_grad", "Out = sqrt(X)"); }
-inline OpDef abs_def() { return elementwise_unary_def("abs", "abs_grad", "Out = |X|"); }
-inline OpDef square_def() { return elementwise_unary_def("square", "square_grad", "Out = X * X"); }
+inline OpDef relu_def() { return elementwise_unary_def<kernels::relu_fn>("relu", "relu_grad", "Out = max(X, 0)"); }
+inline OpDef sigmoid_def() { return elementwise_unary_def<kernels::sigmoid_fn>("sigmoid", "sigmoid_grad", "Out = 1 / (1 + exp(-X))"); }
+inline OpDef tanh_def() { return elementwise_unary_def<kernels::tanh_fn>("tanh", "tanh_grad", "Out = tanh(X)"); }
+inline OpDef exp_def() { return elementwise_unary_def<kernels::exp_fn>("exp", "exp_grad", "Out = exp(X)"); }
+inline OpDef log_def() { return elementwise_unary_def<kernels::log_fn>("log", "log_grad", "Out = ln(X)"); }
+inline OpDef sqrt_def() { return elementwise_unary_def<kernels::sqrt_fn>("sqrt", "sqrt_grad", "Out = sqrt(X)"); }
+inline OpDef abs_def() { return elementwise_unary_def<kernels::abs_fn>("abs", "abs_grad", "Out = |X|"); }
+inline OpDef square_def() { return elementwise_unary_def<kernels::square_fn>("square", "square_grad", "Out = X * X"); }
 
 // ---- scale and assign ----------------------------------------------------------------
 
@@ -182,21 +198,35 @@ inline OpDef assign_def() {
     return d;
 }
 
-inline OpDef relu_grad_def() { return elementwise_unary_grad::make("relu_grad"); }
-inline OpDef sigmoid_grad_def() { return elementwise_unary_grad::make("sigmoid_grad"); }
-inline OpDef tanh_grad_def() { return elementwise_unary_grad::make("tanh_grad"); }
-inline OpDef exp_grad_def() { return elementwise_unary_grad::make("exp_grad"); }
-inline OpDef log_grad_def() { return elementwise_unary_grad::make("log_grad"); }
-inline OpDef sqrt_grad_def() { return elementwise_unary_grad::make("sqrt_grad"); }
-inline OpDef abs_grad_def() { return elementwise_unary_grad::make("abs_grad"); }
-inline OpDef square_grad_def() { return elementwise_unary_grad::make("square_grad"); }
+inline OpDef relu_grad_def() { return elementwise_unary_grad::make("relu_grad", kernels::relu_fn::grad_reads_out); }
+inline OpDef sigmoid_grad_def() { return elementwise_unary_grad::make("sigmoid_grad", kernels::sigmoid_fn::grad_reads_out); }
+inline OpDef tanh_grad_def() { return elementwise_unary_grad::make("tanh_grad", kernels::tanh_fn::grad_reads_out); }
+inline OpDef exp_grad_def() { return elementwise_unary_grad::make("exp_grad", kernels::exp_fn::grad_reads_out); }
+inline OpDef log_grad_def() { return elementwise_unary_grad::make("log_grad", kernels::log_fn::grad_reads_out); }
+inline OpDef sqrt_grad_def() { return elementwise_unary_grad::make("sqrt_grad", kernels::sqrt_fn::grad_reads_out); }
+inline OpDef abs_grad_def() { return elementwise_unary_grad::make("abs_grad", kernels::abs_fn::grad_reads_out); }
+inline OpDef square_grad_def() { return elementwise_unary_grad::make("square_grad", kernels::square_fn::grad_reads_out); }
 
-inline OpDef elementwise_add_grad_def() { return elementwise_binary_grad::make("elementwise_add_grad"); }
-inline OpDef elementwise_sub_grad_def() { return elementwise_binary_grad::make("elementwise_sub_grad"); }
-inline OpDef elementwise_mul_grad_def() { return elementwise_binary_grad::make("elementwise_mul_grad"); }
-inline OpDef elementwise_div_grad_def() { return elementwise_binary_grad::make("elementwise_div_grad"); }
-inline OpDef elementwise_max_grad_def() { return elementwise_binary_grad::make("elementwise_max_grad"); }
-inline OpDef elementwise_min_grad_def() { return elementwise_binary_grad::make("elementwise_min_grad"); }
-inline OpDef elementwise_pow_grad_def() { return elementwise_binary_grad::make("elementwise_pow_grad"); }
+inline OpDef elementwise_add_grad_def() {
+    return elementwise_binary_grad::make("elementwise_add_grad", !binary_grad_reads_out<kernels::add_fn>);
+}
+inline OpDef elementwise_sub_grad_def() {
+    return elementwise_binary_grad::make("elementwise_sub_grad", !binary_grad_reads_out<kernels::sub_fn>);
+}
+inline OpDef elementwise_mul_grad_def() {
+    return elementwise_binary_grad::make("elementwise_mul_grad", !binary_grad_reads_out<kernels::mul_fn>);
+}
+inline OpDef elementwise_div_grad_def() {
+    return elementwise_binary_grad::make("elementwise_div_grad", !binary_grad_reads_out<kernels::div_fn>);
+}
+inline OpDef elementwise_max_grad_def() {
+    return elementwise_binary_grad::make("elementwise_max_grad", !binary_grad_reads_out<kernels::max_fn>);
+}
+inline OpDef elementwise_min_grad_def() {
+    return elementwise_binary_grad::make("elementwise_min_grad", !binary_grad_reads_out<kernels::min_fn>);
+}
+inline OpDef elementwise_pow_grad_def() {
+    return elementwise_binary_grad::make("elementwise_pow_grad", !binary_grad_reads_out<kernels::pow_fn>);
+}
 
 }  // namespace dlgraph::ops
