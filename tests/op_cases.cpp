@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -583,6 +584,8 @@ void matmul_cases(case_list& out) {
     mm("x_rank1", FP32, {7}, {7, 3}, false, false);
     mm("y_rank1", FP64, {4, 7}, {7}, false, false);
     mm("both_rank1", FP32, {7}, {7}, false, false);
+    mm("x_rank1_transposed", FP64, {7}, {1, 5}, true, false);  // Paddle: a column, Out [7, 5]
+    mm("y_rank1_transposed", FP64, {2, 6, 1}, {5}, false, true);  // a row, Out [2, 6, 5]
     mm("alpha", FP64, {9, 10}, {10, 11}, false, false, 0.5);
     mm("empty_batch", FP64, {0, 3, 4}, {4, 5}, false, false);
     mm("packed_37x65x29", FP32, {37, 65}, {65, 29}, false, false);
@@ -663,13 +666,20 @@ Shape with_last(Shape s, std::int64_t v) {
 }
 
 void loss_cases(case_list& out) {
-    auto ce = [&](std::string_view variant, DataType t, const Shape& s, bool soft) {
+    // ignore: an ignore_index attribute; 3 of 10 classes ignores about a tenth of the rows.
+    auto with_ignore = [](bool soft, std::optional<std::int64_t> ignore) {
+        std::vector<Attribute> at{a_bool("soft_label", soft)};
+        if (ignore) at.push_back(a_int("ignore_index", *ignore));
+        return at;
+    };
+    auto ce = [&](std::string_view variant, DataType t, const Shape& s, bool soft,
+                  std::optional<std::int64_t> ignore = {}) {
         case_builder cb(case_name("cross_entropy", t, variant));
         rng rx = cb.rng_for("x"), rl = cb.rng_for("label");
         const std::int64_t d = s[s.rank() - 1];
         cb.in("x", prob_rows(t, s, rx));
         cb.in("label", soft ? prob_rows(t, s, rl, 0.0) : labels(with_last(s, 1), rl, d));
-        cb.op("cross_entropy", {{"X", {"x"}}, {"Label", {"label"}}}, {{"Y", {"y"}}}, {a_bool("soft_label", soft)});
+        cb.op("cross_entropy", {{"X", {"x"}}, {"Label", {"label"}}}, {{"Y", {"y"}}}, with_ignore(soft, ignore));
         out.push_back(cb.done());
     };
     ce("hard_7x10", FP32, {7, 10}, false);
@@ -677,8 +687,10 @@ void loss_cases(case_list& out) {
     ce("soft_7x10", FP32, {7, 10}, true);
     ce("soft_3x1023", FP64, {3, 1023}, true);
     ce("hard_empty", FP32, {0, 4}, false);
+    ce("hard_ignore_index_3_40x10", FP32, {40, 10}, false, 3);
 
-    auto ce_grad = [&](std::string_view variant, DataType t, const Shape& s, bool soft) {
+    auto ce_grad = [&](std::string_view variant, DataType t, const Shape& s, bool soft,
+                       std::optional<std::int64_t> ignore = {}) {
         case_builder cb(case_name("cross_entropy_grad", t, variant));
         rng rx = cb.rng_for("x"), rl = cb.rng_for("label");
         const std::int64_t d = s[s.rank() - 1];
@@ -686,22 +698,24 @@ void loss_cases(case_list& out) {
         cb.in("label", soft ? prob_rows(t, s, rl, 0.0) : labels(with_last(s, 1), rl, d));
         cb.in("y@GRAD", t, with_last(s, 1), uni(-1, 1));
         cb.op("cross_entropy_grad", {{"X", {"x"}}, {"Label", {"label"}}, {"Y@GRAD", {"y@GRAD"}}},
-              {{"X@GRAD", {"x@GRAD"}}}, {a_bool("soft_label", soft)});
+              {{"X@GRAD", {"x@GRAD"}}}, with_ignore(soft, ignore));
         out.push_back(cb.done());
     };
     ce_grad("hard_7x10", FP32, {7, 10}, false);
     ce_grad("hard_rank3_2x3x5", FP64, {2, 3, 5}, false);
     ce_grad("soft_7x10", FP32, {7, 10}, true);
     ce_grad("soft_3x1023", FP64, {3, 1023}, true);
+    ce_grad("hard_ignore_index_3_40x10", FP64, {40, 10}, false, 3);
 
-    auto swce = [&](std::string_view variant, DataType t, const Shape& s, bool soft, const gen& g) {
+    auto swce = [&](std::string_view variant, DataType t, const Shape& s, bool soft, const gen& g,
+                    std::optional<std::int64_t> ignore = {}) {
         case_builder cb(case_name("softmax_with_cross_entropy", t, variant));
         rng rl = cb.rng_for("label");
         const std::int64_t d = s[s.rank() - 1];
         cb.in("logits", t, s, g);
         cb.in("label", soft ? prob_rows(t, s, rl, 0.0) : labels(with_last(s, 1), rl, d));
         cb.op("softmax_with_cross_entropy", {{"Logits", {"logits"}}, {"Label", {"label"}}},
-              {{"Softmax", {"softmax"}}, {"Loss", {"loss"}}}, {a_bool("soft_label", soft)});
+              {{"Softmax", {"softmax"}}, {"Loss", {"loss"}}}, with_ignore(soft, ignore));
         out.push_back(cb.done());
     };
     swce("hard_7x10", FP32, {7, 10}, false, uni(-5, 5));
@@ -710,8 +724,10 @@ void loss_cases(case_list& out) {
     swce("soft_rank3_2x3x17", FP64, {2, 3, 17}, true, uni(-5, 5));
     swce("hard_large_logits", FP32, {6, 19}, false, uni(-500, 500));
     swce("hard_one_class", FP32, {4, 1}, false, uni(-5, 5));
+    swce("hard_ignore_index_3_40x10", FP32, {40, 10}, false, uni(-5, 5), 3);
 
-    auto swce_grad = [&](std::string_view variant, DataType t, const Shape& s, bool soft, bool normalized = true) {
+    auto swce_grad = [&](std::string_view variant, DataType t, const Shape& s, bool soft, bool normalized = true,
+                         std::optional<std::int64_t> ignore = {}) {
         case_builder cb(case_name("softmax_with_cross_entropy_grad", t, variant));
         rng rs = cb.rng_for("softmax"), rl = cb.rng_for("label");
         const std::int64_t d = s[s.rank() - 1];
@@ -721,13 +737,14 @@ void loss_cases(case_list& out) {
         cb.in("loss@GRAD", t, with_last(s, 1), uni(-1, 1));
         cb.op("softmax_with_cross_entropy_grad",
               {{"Label", {"label"}}, {"Softmax", {"softmax"}}, {"Loss@GRAD", {"loss@GRAD"}}},
-              {{"Logits@GRAD", {"logits@GRAD"}}}, {a_bool("soft_label", soft)});
+              {{"Logits@GRAD", {"logits@GRAD"}}}, with_ignore(soft, ignore));
         out.push_back(cb.done());
     };
     swce_grad("hard_7x10", FP32, {7, 10}, false);
     swce_grad("hard_3x1023", FP64, {3, 1023}, false);
     swce_grad("soft_5x33", FP32, {5, 33}, true);
     swce_grad("soft_unnormalized_labels", FP64, {2, 3, 17}, true, false);
+    swce_grad("hard_ignore_index_3_40x10", FP64, {40, 10}, false, true, 3);
 }
 
 // ---- reductions ------------------------------------------------------------------------------------

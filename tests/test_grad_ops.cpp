@@ -113,27 +113,36 @@ TEST_CASE("matmul gradients with rank-1 operands and unit batch dims") {
     for (bool tx : {false, true})
         for (bool ty : {false, true}) {
             INFO("transpose_X " << tx << " transpose_Y " << ty);
-            // A rank-1 operand's transpose flag is ignored (see matmul_view).
+            // Untransposed vectors: X a row, Y a column.
             auto ym = ty ? random({4, 5}, 22) : random({5, 4}, 22);
             auto xm = tx ? random({5, 3}, 23) : random({3, 5}, 23);
             // Vector x matrix: Out [4].
             grad_check::check({{"x", random({5}, 21)}, {"y", ym}},
-                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, ty, 0.5); });
+                              [&](P&, const V& v) { return matmul(v[0], v[1], false, ty, 0.5); });
             // Matrix x vector: Out [3].
             grad_check::check({{"x", xm}, {"y", random({5}, 24)}},
-                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, ty, 1.5); });
-            // Vector x vector: Out [1].
-            grad_check::check({{"x", random({5}, 25)}, {"y", random({5}, 26)}},
-                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, ty); });
+                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, false, 1.5); });
             // Vector x batched matrix: the vector's gradient sums over the batches.
             auto yb = ty ? random({2, 4, 5}, 27) : random({2, 5, 4}, 27);
             grad_check::check({{"x", random({5}, 28)}, {"y", yb}},
-                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, ty); });
+                              [&](P&, const V& v) { return matmul(v[0], v[1], false, ty); });
             // Batched matrix x vector.
             auto xb = tx ? random({2, 5, 3}, 29) : random({2, 3, 5}, 29);
             grad_check::check({{"x", xb}, {"y", random({5}, 30)}},
-                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, ty); });
+                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, false); });
+            // Transposed vectors (Paddle): X a column [3, 1], Y a row [1, 4].
+            auto y1 = ty ? random({4, 1}, 33) : random({1, 4}, 33);
+            grad_check::check({{"x", random({3}, 34)}, {"y", y1}},
+                              [&](P&, const V& v) { return matmul(v[0], v[1], true, ty, 0.5); });
+            auto x1 = tx ? random({2, 1, 3}, 35) : random({2, 3, 1}, 35);
+            grad_check::check({{"x", x1}, {"y", random({4}, 36)}},
+                              [&](P&, const V& v) { return matmul(v[0], v[1], tx, true); });
         }
+    // Vector x vector: Out [1]; transposed both, the outer product [3, 4].
+    grad_check::check({{"x", random({5}, 25)}, {"y", random({5}, 26)}},
+                      [](P&, const V& v) { return matmul(v[0], v[1]); });
+    grad_check::check({{"x", random({3}, 37)}, {"y", random({4}, 38)}},
+                      [](P&, const V& v) { return matmul(v[0], v[1], true, true); });
     // Unit batch dims on both sides (nothing is summed) and a rank-4 X
     // against a rank-2 Y.
     grad_check::check({{"x", random({1, 3, 5}, 31)}, {"y", random({1, 5, 2}, 32)}},
@@ -226,6 +235,23 @@ TEST_CASE("softmax_with_cross_entropy gradients match finite differences") {
     grad_check::check({{"z", random({2, 3, 11}, 75, -2, 2)}}, [](P& p, const V& v) {
         return softmax_with_cross_entropy(v[0], p.input<std::int64_t>("label", {2, 3, 1})).second;
     }, {{"label", int64_tensor({2, 3, 1}, random_labels(6, 11, 76))}});
+}
+
+TEST_CASE("loss gradients with ignore_index match finite differences") {
+    // Rows 1 and 3 carry the ignored label: their loss is 0 whatever the
+    // input, so finite differences there are 0 too.
+    auto hard = int64_tensor({4, 1}, {2, 0, 4, 0});
+    grad_check::check({{"x", random({4, 5}, 91, 0.2, 1.0)}}, [](P& p, const V& v) {
+        return cross_entropy(v[0], p.input<std::int64_t>("label", {4, 1}), false, 0);
+    }, {{"label", hard}});
+    grad_check::check({{"z", random({4, 5}, 92, -2, 2)}}, [](P& p, const V& v) {
+        return softmax_with_cross_entropy(v[0], p.input<std::int64_t>("label", {4, 1}), false, 0).second;
+    }, {{"label", hard}});
+    // Paddle's default, -100, is no class: labels of -100 are ignored without it being set.
+    auto padded = int64_tensor({4, 1}, {-100, 1, 3, -100});
+    grad_check::check({{"z", random({4, 5}, 93, -2, 2)}}, [](P& p, const V& v) {
+        return softmax_with_cross_entropy(v[0], p.input<std::int64_t>("label", {4, 1})).second;
+    }, {{"label", padded}});
 }
 
 TEST_CASE("loss gradients read what Paddle's grad ops read, and never go into labels") {

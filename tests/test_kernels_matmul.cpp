@@ -345,8 +345,16 @@ TEST_CASE("kernels::matmul_view: rank-1 operands, transposes and row strides") {
     const k::matmul_view t(x3, 3, y2, 2, true, true);  // op(X) is 6 x 5, op(Y) is 7 x 6
     CHECK((t.m == 6 && t.k == 5 && t.yk == 7 && t.n == 6 && t.lda == 6 && t.ldb == 7 && t.ta && t.tb));
     CHECK((t.xk_dim == 1 && t.yk_dim == 1));
-    const k::matmul_view v(v6, 1, v6, 1, true, true);  // a vector's transpose is ignored
+    const k::matmul_view v(v6, 1, v6, 1, false, false);  // a row times a column
     CHECK((v.m == 1 && v.k == 6 && v.n == 1 && v.yk == 6 && v.lda == 6 && v.ldb == 1 && !v.ta && !v.tb));
+    CHECK((v.xk_dim == 0 && v.yk_dim == 0));
+    // Transposed vectors (Paddle): X a column [6, 1], Y a row [1, 6]; stored
+    // contiguous, so neither is a transposed matrix.
+    const k::matmul_view o(v6, 1, v6, 1, true, true);
+    CHECK((o.m == 6 && o.k == 1 && o.n == 6 && o.yk == 1 && o.lda == 1 && o.ldb == 6 && !o.ta && !o.tb));
+    CHECK((o.xk_dim == -1 && o.yk_dim == -1));
+    CHECK((k::matmul_out_keeps_m(1, 6) && !k::matmul_out_keeps_m(1, 1) && k::matmul_out_keeps_m(2, 1)));
+    CHECK((k::matmul_out_keeps_n(1, -1) && !k::matmul_out_keeps_n(1, 1) && k::matmul_out_keeps_n(3, 1)));
 }
 
 TEST_CASE("kernels::matmul_batches: broadcast batch dims, offsets and which batches add") {

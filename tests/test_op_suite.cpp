@@ -408,12 +408,12 @@ void check_matmul(const op_case& c) {
     bool ty = attr_of(c, "transpose_Y") && attr_of(c, "transpose_Y")->b;
     const double alpha = attr_of(c, "alpha") ? attr_of(c, "alpha")->f : 1.0;
     const bool xvec = xd.size() == 1, yvec = yd.size() == 1;
-    if (xvec) {
-        xd = {1, xd[0]};
+    if (xvec) {  // a row, transposed a column
+        xd = tx ? std::vector<std::int64_t>{xd[0], 1} : std::vector<std::int64_t>{1, xd[0]};
         tx = false;
     }
-    if (yvec) {
-        yd = {yd[0], 1};
+    if (yvec) {  // a column, transposed a row
+        yd = ty ? std::vector<std::int64_t>{1, yd[0]} : std::vector<std::int64_t>{yd[0], 1};
         ty = false;
     }
     const std::int64_t M = tx ? xd.back() : xd[xd.size() - 2], K = tx ? xd[xd.size() - 2] : xd.back();
@@ -447,8 +447,8 @@ void check_matmul(const op_case& c) {
             }
     }
     std::vector<std::int64_t> od = ob;
-    if (!xvec) od.push_back(M);
-    if (!yvec) od.push_back(N);
+    if (!xvec || M != 1) od.push_back(M);
+    if (!yvec || N != 1) od.push_back(N);
     if (od.empty()) od.push_back(1);
     check_values(c.name, run_op_case(c).at(0), od, want, mag, 1e-13);
 }
@@ -545,7 +545,7 @@ TEST_CASE("op suite: FP64 add, relu, matmul, softmax and reduce_sum agree with d
         run(std::string("elementwise_add/FP64/") + v, check_add);
     for (const char* v : {"odd_7", "rank3_3x5x7", "edge_values_45"}) run(std::string("relu/FP64/") + v, check_relu);
     for (const char* v : {"transpose_x", "transpose_both", "batch_broadcast", "batch_shared_y", "batch_transpose_x",
-                          "y_rank1", "alpha", "empty_batch", "weight_37x65x29"})
+                          "y_rank1", "x_rank1_transposed", "y_rank1_transposed", "alpha", "empty_batch", "weight_37x65x29"})
         run(std::string("matmul/FP64/") + v, check_matmul);
     for (const char* v : {"rows_7x7", "axis0_strided_5x3x20"}) run(std::string("softmax/FP64/") + v, check_softmax);
     for (const char* v : {"columns_dim0_1023x7", "reduce_all", "middle_dim_3x9x17", "unit_dims_1x7x1x3"})

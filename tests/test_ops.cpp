@@ -122,11 +122,13 @@ struct ref_t {
 
 ref_t ref_matmul(const shape_t& xs, const std::vector<double>& x, const shape_t& ys, const std::vector<double>& y,
                  bool tx, bool ty, double alpha) {
+    // Paddle's vectors: X a row (transposed, a column), Y a column
+    // (transposed, a row); Out drops a vector's unit dim.
     const bool xvec = xs.size() == 1, yvec = ys.size() == 1;
+    const shape_t x2 = xvec ? (tx ? shape_t{xs[0], 1} : shape_t{1, xs[0]}) : xs;
+    const shape_t y2 = yvec ? (ty ? shape_t{1, ys[0]} : shape_t{ys[0], 1}) : ys;
     if (xvec) tx = false;
     if (yvec) ty = false;
-    const shape_t x2 = xvec ? shape_t{1, xs[0]} : xs;
-    const shape_t y2 = yvec ? shape_t{ys[0], 1} : ys;
     const std::size_t xr = x2.size(), yr = y2.size();
     const std::size_t M = tx ? x2[xr - 1] : x2[xr - 2], K = tx ? x2[xr - 2] : x2[xr - 1];
     const std::size_t N = ty ? y2[yr - 2] : y2[yr - 1];
@@ -138,8 +140,8 @@ ref_t ref_matmul(const shape_t& xs, const std::vector<double>& x, const shape_t&
     for (std::size_t i = 0; i < rb; ++i) ob[i] = xbp[i] == 1 ? ybp[i] : xbp[i];
     ref_t r;
     r.shape = ob;
-    if (!xvec) r.shape.push_back(M);
-    if (!yvec) r.shape.push_back(N);
+    if (!xvec || M != 1) r.shape.push_back(M);
+    if (!yvec || N != 1) r.shape.push_back(N);
     if (r.shape.empty()) r.shape = {1};
     const std::size_t nb = count(ob);
     for (std::size_t b = 0; b < nb; ++b) {
@@ -376,7 +378,13 @@ TEST_CASE_TEMPLATE("matmul: batches, broadcasting and vectors", T, float, double
         {{3, 5, 4}, {3, 4, 2}, false, false, {3, 5, 2}},
         {{4}, {4}, false, false, {1}},                           // dot product
         {{4}, {4, 3}, false, false, {3}},
-        {{4}, {3, 4}, true, true, {3}},                          // vector transpose ignored
+        {{4}, {3, 4}, false, true, {3}},
+        {{3}, {1, 4}, true, false, {3, 4}},                      // a transposed X vector is a column
+        {{3}, {4, 1}, true, true, {3, 4}},
+        {{5, 1}, {4}, false, true, {5, 4}},                      // a transposed Y vector is a row
+        {{2, 1, 5}, {4}, true, true, {2, 5, 4}},
+        {{1}, {1, 4}, true, false, {4}},                         // Out drops the column's unit dim
+        {{3}, {1}, true, false, {3}},
         {{5, 4}, {4}, false, false, {5}},
         {{2, 3, 5, 4}, {4}, false, false, {2, 3, 5}},
         {{4}, {2, 4, 3}, false, false, {2, 3}},
@@ -436,6 +444,14 @@ TEST_CASE("matmul: errors name both shapes") {
     check_throws<dlgraph::shape_error>([&] { dlgraph::matmul(x, y, true, true); },
                                        {"X is [2,3] (transpose_X) but Y is [4,5] (transpose_Y)",
                                         "X's dim 0 (2) must equal Y's dim 1 (5)"});
+    // A transposed vector is a column (X) or a row (Y) whose K is 1.
+    auto vec = p.input<float>("vec", {3});
+    check_throws<dlgraph::shape_error>(
+        [&] { dlgraph::matmul(vec, y, true); },
+        {"X is [3] (transpose_X) but Y is [4,5]: X (a transposed vector, so K is 1) must equal Y's dim 0 (4)"});
+    check_throws<dlgraph::shape_error>(
+        [&] { dlgraph::matmul(x, vec, false, true); },
+        {"X is [2,3] but Y is [3] (transpose_Y): X's dim 1 (3) must equal Y (a transposed vector, so K is 1)"});
     auto a = p.input<float>("a", {2, 3, 4});
     auto b = p.input<float>("b", {5, 4, 6});
     check_throws<dlgraph::shape_error>([&] { dlgraph::matmul(a, b); },
@@ -689,6 +705,60 @@ TEST_CASE("softmax_with_cross_entropy: label out of range and shapes") {
     auto [su, lossu] = dlgraph::softmax_with_cross_entropy(u, lu);
     CHECK(su.shape() == Shape{-1, -1, 6});
     CHECK(lossu.shape() == Shape{3, -1, 1});
+}
+
+TEST_CASE_TEMPLATE("cross entropy losses: ignore_index (Paddle) gives rows of loss 0 and no gradient", T, float,
+                   double) {
+    // Labels [5, 1]: a padding class 0 as ignore_index, then Paddle's default
+    // -100, which is no class at all.
+    const std::size_t d = 4;
+    xt::xarray<T> zv = rnd<T>({5, d}, 7, -2.0, 2.0);
+    for (const std::int64_t ignore : {std::int64_t(0), std::int64_t(-100)}) {
+        INFO("ignore_index " << ignore);
+        xt::xarray<std::int64_t> lv = xt::xarray<std::int64_t>::from_shape({5, 1});
+        for (std::size_t r = 0; r < 5; ++r) lv(r, 0) = r % 2 ? ignore : std::int64_t(r / 2 + 1);  // 1, -, 2, -, 3
+        Program p;
+        auto z = p.input<T>("z", {5, static_cast<std::int64_t>(d)});
+        auto l = p.input<std::int64_t>("l", {5, 1});
+        auto w = p.parameter<T>("w", {5, static_cast<std::int64_t>(d)}, dlgraph::init::constant(0));
+        auto logits = z + w;
+        auto [sm, loss] = dlgraph::softmax_with_cross_entropy(logits, l, false, ignore);
+        auto prob = dlgraph::softmax(logits);
+        auto ce = dlgraph::cross_entropy(prob, l, false, ignore);
+        auto total = dlgraph::reduce_sum(loss) + dlgraph::reduce_sum(ce);
+        auto grads = dlgraph::append_backward(total);
+        REQUIRE(grads.size() == 1);
+        Session<dlgraph::cpu> s(p);
+        auto outs = s.eval({dlgraph::TargetRef(loss), dlgraph::TargetRef(ce), dlgraph::TargetRef(grads[0].second)},
+                           {{z, zv}, {l, lv}});
+        const xt::xarray<T> got_loss = dlgraph::to_xarray<T>(outs[0]), got_ce = dlgraph::to_xarray<T>(outs[1]),
+                            got_g = dlgraph::to_xarray<T>(outs[2]);
+        std::vector<double> want_loss, want_g;
+        for (std::size_t r = 0; r < 5; ++r) {
+            double m = -INFINITY, sum = 0;
+            for (std::size_t k = 0; k < d; ++k) m = std::max(m, static_cast<double>(zv(r, k)));
+            for (std::size_t k = 0; k < d; ++k) sum += std::exp(static_cast<double>(zv(r, k)) - m);
+            const bool ignored = lv(r, 0) == ignore;
+            const auto lab = static_cast<std::size_t>(lv(r, 0));
+            want_loss.push_back(ignored ? 0.0 : m + std::log(sum) - static_cast<double>(zv(r, lab)));
+            // d/dz of both losses: 2 * (softmax - onehot), 0 on an ignored row.
+            for (std::size_t k = 0; k < d; ++k) {
+                const double pk = std::exp(static_cast<double>(zv(r, k)) - m) / sum;
+                want_g.push_back(ignored ? 0.0 : 2 * (pk - (k == lab ? 1.0 : 0.0)));
+            }
+        }
+        check_close(got_loss, {5, 1}, want_loss);
+        check_close(got_ce, {5, 1}, want_loss);
+        check_close(got_g, {5, d}, want_g);
+        for (std::size_t r : {std::size_t(1), std::size_t(3)}) {
+            CHECK(got_loss(r, 0) == T(0));  // exactly 0, not a rounding
+            for (std::size_t k = 0; k < d; ++k) CHECK(got_g(r, k) == T(0));
+        }
+        // A label that is neither a class nor ignore_index is still refused.
+        lv(4, 0) = ignore == 0 ? -100 : -1;
+        check_throws<dlgraph::value_error>([&] { (void)s.eval(loss, {{z, zv}, {l, lv}}); },
+                                           {"dlgraph.value.label", "label " + std::to_string(lv(4, 0)), "[0, 4)"});
+    }
 }
 
 // ---- mean and reduce_* ------------------------------------------------------------------------

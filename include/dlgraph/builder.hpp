@@ -11,6 +11,7 @@
 
 #include "dlgraph/autodiff.hpp"
 #include "dlgraph/config.hpp"
+#include "dlgraph/kernels/softmax.hpp"  // default_ignore_index
 #include "dlgraph/session.hpp"
 
 namespace dlgraph {
@@ -384,20 +385,28 @@ template <element_type T> Var<T> mul(const Var<T>& x, const Var<T>& y, int x_num
 template <element_type T> Var<T> softmax(const Var<T>& x, int axis = -1) {
     return detail::unary_out<T>("softmax", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_int("axis", axis)});
 }
+// A hard label equal to ignore_index (Paddle's -100 unless given; a padding
+// token's class, say) has loss 0 and no gradient.
 template <element_type T, element_type L>
-Var<T> cross_entropy(const Var<T>& x, const Var<L>& label, bool soft_label = false) {
+Var<T> cross_entropy(const Var<T>& x, const Var<L>& label, bool soft_label = false,
+                     std::int64_t ignore_index = kernels::default_ignore_index) {
     auto st = detail::same_program("cross_entropy", x, label);
     return detail::unary_out<T>("cross_entropy", st, {{"X", {x.name()}}, {"Label", {label.name()}}},
-                                {Attribute::make_bool("soft_label", soft_label)}, "Y");
+                                {Attribute::make_bool("soft_label", soft_label),
+                                 Attribute::make_int("ignore_index", ignore_index)},
+                                "Y");
 }
 // Returns {softmax, loss}.
 template <element_type T, element_type L>
-std::pair<Var<T>, Var<T>> softmax_with_cross_entropy(const Var<T>& logits, const Var<L>& label, bool soft_label = false) {
+std::pair<Var<T>, Var<T>> softmax_with_cross_entropy(const Var<T>& logits, const Var<L>& label, bool soft_label = false,
+                                                     std::int64_t ignore_index = kernels::default_ignore_index) {
     auto st = detail::same_program("softmax_with_cross_entropy", logits, label);
     Program p(st);
     std::vector<std::vector<std::string>> names;
     int idx = p.append("softmax_with_cross_entropy", {{"Logits", {logits.name()}}, {"Label", {label.name()}}},
-                       {{"Softmax", 1}, {"Loss", 1}}, {Attribute::make_bool("soft_label", soft_label)}, &names);
+                       {{"Softmax", 1}, {"Loss", 1}},
+                       {Attribute::make_bool("soft_label", soft_label), Attribute::make_int("ignore_index", ignore_index)},
+                       &names);
     return {Var<T>(st, names[0][0], idx), Var<T>(st, names[1][0], idx)};
 }
 

@@ -326,9 +326,12 @@ template <class T> __global__ void softmax_grad_kernel(i64 outer, i64 d, i64 inn
     }
 }
 
-// The row's hard label, or -1 after noting the row when it is out of range.
-__device__ inline i64 row_label(const void* label, i64 r, i64 d, device_fault* f) {
+// The row's hard label; ignored_row where it is `ignore` (loss and gradient
+// 0); or -1 after noting the row when it is out of range.
+constexpr i64 ignored_row = -2;
+__device__ inline i64 row_label(const void* label, i64 r, i64 d, i64 ignore, device_fault* f) {
     const i64 l = static_cast<const i64*>(label)[r];
+    if (l == ignore) return ignored_row;
     if (l < 0 || l >= d) {
         atomicMin(&f->first_row, static_cast<unsigned long long>(r));
         return -1;
@@ -336,11 +339,12 @@ __device__ inline i64 row_label(const void* label, i64 r, i64 d, device_fault* f
     return l;
 }
 
-template <class T> __global__ void cross_entropy_hard_kernel(i64 rows, i64 d, const T* x, const void* label, T* y,
-                                                             device_fault* f) {
+template <class T> __global__ void cross_entropy_hard_kernel(i64 rows, i64 d, const T* x, const void* label, i64 ignore,
+                                                             T* y, device_fault* f) {
     for (i64 r = first_index(); r < rows; r += stride_all()) {
-        const i64 l = row_label(label, r, d, f);
+        const i64 l = row_label(label, r, d, ignore, f);
         if (l >= 0) y[r] = -log(x[r * d + l]);
+        else if (l == ignored_row && y) y[r] = T(0);
     }
 }
 template <class T> __global__ void cross_entropy_soft_kernel(i64 rows, i64 d, const T* x, const T* label, T* y) {
@@ -352,38 +356,40 @@ template <class T> __global__ void cross_entropy_soft_kernel(i64 rows, i64 d, co
     }
 }
 template <class T>
-__global__ void cross_entropy_grad_kernel(bool soft, i64 rows, i64 d, const T* x, const void* label, const T* dy, T* dx,
-                                          device_fault* f) {
+__global__ void cross_entropy_grad_kernel(bool soft, i64 rows, i64 d, const T* x, const void* label, i64 ignore,
+                                          const T* dy, T* dx, device_fault* f) {
     for (i64 i = first_index(); i < rows * d; i += stride_all()) {
         const i64 r = i / d, j = i % d;
         if (soft) {
             dx[i] = -dy[r] * static_cast<const T*>(label)[i] / x[i];
         } else {
-            const i64 l = row_label(label, r, d, f);
+            const i64 l = row_label(label, r, d, ignore, f);
             if (l >= 0) dx[i] = j == l ? -dy[r] / x[i] : T(0);
+            else if (l == ignored_row) dx[i] = T(0);
         }
     }
 }
 
 template <class T>
-__global__ void swce_kernel(bool soft, i64 rows, i64 d, const T* logits, const void* label, T* sm, T* loss,
+__global__ void swce_kernel(bool soft, i64 rows, i64 d, const T* logits, const void* label, i64 ignore, T* sm, T* loss,
                             device_fault* f) {
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const i64 l = soft ? 0 : static_cast<const i64*>(label)[r];
+        const bool ignored = !soft && l == ignore;
         if (d == 0) {  // no classes: loss 0 (a hard label cannot be in range)
             if (threadIdx.x == 0) {
-                if (soft) loss[r] = 0;
-                else row_label(label, r, d, f);
+                if (soft || ignored) loss[r] = 0;
+                else row_label(label, r, d, ignore, f);
             }
             continue;
         }
-        const i64 l = soft ? 0 : static_cast<const i64*>(label)[r];
-        if (!soft && (l < 0 || l >= d)) {  // the same for every thread of the block
-            if (threadIdx.x == 0) row_label(label, r, d, f);
+        if (!soft && !ignored && (l < 0 || l >= d)) {  // the same for every thread of the block
+            if (threadIdx.x == 0) row_label(label, r, d, ignore, f);
             continue;
         }
         const T lse = softmax_row(logits, sm, r * d, 1, d);
         if (!soft) {
-            if (threadIdx.x == 0) loss[r] = lse - logits[r * d + l];
+            if (threadIdx.x == 0) loss[r] = ignored ? T(0) : lse - logits[r * d + l];
             continue;
         }
         const T* lr = static_cast<const T*>(label) + r * d;
@@ -395,11 +401,12 @@ __global__ void swce_kernel(bool soft, i64 rows, i64 d, const T* logits, const v
 }
 
 template <class T>
-__global__ void swce_grad_hard_kernel(i64 rows, i64 d, const void* label, const T* sm, const T* dl, T* dx,
+__global__ void swce_grad_hard_kernel(i64 rows, i64 d, const void* label, i64 ignore, const T* sm, const T* dl, T* dx,
                                       device_fault* f) {
     for (i64 i = first_index(); i < rows * d; i += stride_all()) {
         const i64 r = i / d, j = i % d;
-        const i64 l = row_label(label, r, d, f);
+        const i64 l = row_label(label, r, d, ignore, f);
+        if (l == ignored_row) dx[i] = T(0);
         if (l < 0) continue;
         const T g = dl[r];
         const T v = sm[i] * g;
@@ -523,34 +530,39 @@ template <class T> void softmax_grad(i64 outer, i64 d, i64 inner, const T* y, co
         softmax_grad_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, y, dy, dx);
 }
 template <class T>
-void cross_entropy(bool soft, i64 rows, i64 d, const T* x, const void* label, T* y, device_fault* f, stream_t s) {
+void cross_entropy(bool soft, i64 rows, i64 d, const T* x, const void* label, i64 ignore, T* y, device_fault* f,
+                   stream_t s) {
     if (rows == 0) return;
     if (soft) cross_entropy_soft_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, d, x, static_cast<const T*>(label), y);
-    else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, y, f);
+    else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, ignore, y, f);
     finish_label_faults(soft, label, d, f, s);
 }
 template <class T>
-void cross_entropy_grad(bool soft, i64 rows, i64 d, const T* x, const void* label, const T* dy, T* dx, device_fault* f,
-                        stream_t s) {
-    if (rows * d > 0) cross_entropy_grad_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(soft, rows, d, x, label, dy, dx, f);
-    else if (!soft && rows > 0 && d == 0)  // every label is out of range
-        cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, static_cast<T*>(nullptr), f);
+void cross_entropy_grad(bool soft, i64 rows, i64 d, const T* x, const void* label, i64 ignore, const T* dy, T* dx,
+                        device_fault* f, stream_t s) {
+    if (rows * d > 0)
+        cross_entropy_grad_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(soft, rows, d, x, label, ignore, dy, dx, f);
+    else if (!soft && rows > 0 && d == 0)  // every label not ignored is out of range
+        cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, x, label, ignore,
+                                                                           static_cast<T*>(nullptr), f);
     if (rows > 0) finish_label_faults(soft, label, d, f, s);
 }
 template <class T>
-void softmax_with_cross_entropy(bool soft, i64 rows, i64 d, const T* logits, const void* label, T* sm, T* loss,
-                                device_fault* f, stream_t s) {
+void softmax_with_cross_entropy(bool soft, i64 rows, i64 d, const T* logits, const void* label, i64 ignore, T* sm,
+                                T* loss, device_fault* f, stream_t s) {
     if (rows == 0) return;
-    swce_kernel<<<grid_items(rows), block_threads, 0, s>>>(soft, rows, d, logits, label, sm, loss, f);
+    swce_kernel<<<grid_items(rows), block_threads, 0, s>>>(soft, rows, d, logits, label, ignore, sm, loss, f);
     finish_label_faults(soft, label, d, f, s);
 }
 template <class T>
-void softmax_with_cross_entropy_grad(bool soft, i64 rows, i64 d, const void* label, const T* sm, const T* dl, T* dx,
-                                     device_fault* f, stream_t s) {
+void softmax_with_cross_entropy_grad(bool soft, i64 rows, i64 d, const void* label, i64 ignore, const T* sm,
+                                     const T* dl, T* dx, device_fault* f, stream_t s) {
     if (rows == 0) return;
     if (soft) swce_grad_soft_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, d, static_cast<const T*>(label), sm, dl, dx);
-    else if (d > 0) swce_grad_hard_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(rows, d, label, sm, dl, dx, f);
-    else cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, sm, label, static_cast<T*>(nullptr), f);
+    else if (d > 0) swce_grad_hard_kernel<<<grid_for(rows * d), block_threads, 0, s>>>(rows, d, label, ignore, sm, dl, dx, f);
+    else
+        cross_entropy_hard_kernel<<<grid_for(rows), block_threads, 0, s>>>(rows, d, sm, label, ignore,
+                                                                           static_cast<T*>(nullptr), f);
     finish_label_faults(soft, label, d, f, s);
 }
 
@@ -587,12 +599,12 @@ template <class Word> void permute(i64 n, const permute_walk& w, const Word* x, 
     template void reduce_grad<T>(redop, const reduce_grad_walk&, const T*, const T*, const T*, T*, T, stream_t);  \
     template void softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                              \
     template void softmax_grad<T>(i64, i64, i64, const T*, const T*, T*, stream_t);                               \
-    template void cross_entropy<T>(bool, i64, i64, const T*, const void*, T*, device_fault*, stream_t);           \
-    template void cross_entropy_grad<T>(bool, i64, i64, const T*, const void*, const T*, T*, device_fault*,       \
+    template void cross_entropy<T>(bool, i64, i64, const T*, const void*, i64, T*, device_fault*, stream_t);      \
+    template void cross_entropy_grad<T>(bool, i64, i64, const T*, const void*, i64, const T*, T*, device_fault*,  \
                                         stream_t);                                                                \
-    template void softmax_with_cross_entropy<T>(bool, i64, i64, const T*, const void*, T*, T*, device_fault*,     \
+    template void softmax_with_cross_entropy<T>(bool, i64, i64, const T*, const void*, i64, T*, T*, device_fault*, \
                                                 stream_t);                                                        \
-    template void softmax_with_cross_entropy_grad<T>(bool, i64, i64, const void*, const T*, const T*, T*,         \
+    template void softmax_with_cross_entropy_grad<T>(bool, i64, i64, const void*, i64, const T*, const T*, T*,    \
                                                      device_fault*, stream_t);                                    \
     template void sgd<T>(i64, const T*, const T*, const T*, T*, stream_t);                                        \
     template void momentum<T>(i64, const T*, const T*, const T*, const T*, T, bool, T*, T*, stream_t);            \

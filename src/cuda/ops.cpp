@@ -311,8 +311,8 @@ struct cross_entropy_op : ops::cross_entropy_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
         const auto g = rows_of(x.shape());
-        ck::cross_entropy<T>(c.attr(soft_label).b, g.rows, g.d, x.data<T>(), c.in(Label).raw(), c.out(0).data<T>(),
-                             fault_of(c), stream_of(c));
+        ck::cross_entropy<T>(c.attr(soft_label).b, g.rows, g.d, x.data<T>(), c.in(Label).raw(), c.attr(ignore_index).i,
+                             c.out(0).data<T>(), fault_of(c), stream_of(c));
     }
 };
 
@@ -320,8 +320,9 @@ struct cross_entropy_grad_op : ops::cross_entropy_grad_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
         const auto g = rows_of(x.shape());
-        ck::cross_entropy_grad<T>(c.attr(soft_label).b, g.rows, g.d, x.data<T>(), c.in(Label).raw(), c.in(DY).data<T>(),
-                                  c.out(0).data<T>(), fault_of(c), stream_of(c));
+        ck::cross_entropy_grad<T>(c.attr(soft_label).b, g.rows, g.d, x.data<T>(), c.in(Label).raw(),
+                                  c.attr(ignore_index).i, c.in(DY).data<T>(), c.out(0).data<T>(), fault_of(c),
+                                  stream_of(c));
     }
 };
 
@@ -330,7 +331,8 @@ struct softmax_with_cross_entropy_op : ops::softmax_with_cross_entropy_op {
         const Tensor& x = c.in(Logits);
         const auto g = rows_of(x.shape());
         ck::softmax_with_cross_entropy<T>(c.attr(soft_label).b, g.rows, g.d, x.data<T>(), c.in(Label).raw(),
-                                          c.out(Softmax).data<T>(), c.out(Loss).data<T>(), fault_of(c), stream_of(c));
+                                          c.attr(ignore_index).i, c.out(Softmax).data<T>(), c.out(Loss).data<T>(),
+                                          fault_of(c), stream_of(c));
     }
 };
 
@@ -338,8 +340,9 @@ struct softmax_with_cross_entropy_grad_op : ops::softmax_with_cross_entropy_grad
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& sm = c.in(Softmax);
         const auto g = rows_of(sm.shape());
-        ck::softmax_with_cross_entropy_grad<T>(c.attr(soft_label).b, g.rows, g.d, c.in(Label).raw(), sm.data<T>(),
-                                               c.in(DLoss).data<T>(), c.out(0).data<T>(), fault_of(c), stream_of(c));
+        ck::softmax_with_cross_entropy_grad<T>(c.attr(soft_label).b, g.rows, g.d, c.in(Label).raw(),
+                                               c.attr(ignore_index).i, sm.data<T>(), c.in(DLoss).data<T>(),
+                                               c.out(0).data<T>(), fault_of(c), stream_of(c));
     }
 };
 

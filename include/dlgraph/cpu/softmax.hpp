@@ -66,7 +66,8 @@ struct cross_entropy_op : ops::cross_entropy_op {
         const auto g = softmax_detail::rows_of(x.shape());
         T* y = c.out(0).data<T>();
         if (c.attr(soft_label).b) return kernels::cross_entropy_soft(x.data<T>(), label.data<T>(), y, g.rows, g.d);
-        c.fault->raise(kernels::cross_entropy_hard(x.data<T>(), label.data<std::int64_t>(), y, g.rows, g.d));
+        c.fault->raise(kernels::cross_entropy_hard(x.data<T>(), label.data<std::int64_t>(), y, g.rows, g.d,
+                                                   c.attr(ignore_index).i));
     }
 };
 
@@ -79,7 +80,8 @@ struct cross_entropy_grad_op : ops::cross_entropy_grad_op {
         if (c.attr(soft_label).b)
             return kernels::cross_entropy_grad_soft(x.data<T>(), c.in(Label).data<T>(), dy, dx, g.rows, g.d);
         c.fault->raise(
-            kernels::cross_entropy_grad_hard(x.data<T>(), c.in(Label).data<std::int64_t>(), dy, dx, g.rows, g.d));
+            kernels::cross_entropy_grad_hard(x.data<T>(), c.in(Label).data<std::int64_t>(), dy, dx, g.rows, g.d,
+                                             c.attr(ignore_index).i));
     }
 };
 
@@ -94,7 +96,7 @@ struct softmax_with_cross_entropy_op : ops::softmax_with_cross_entropy_op {
             return kernels::softmax_with_cross_entropy_soft(x.data<T>(), label.data<T>(), sm, loss, g.rows, g.d,
                                                             pool_loops{});
         c.fault->raise(kernels::softmax_with_cross_entropy_hard(x.data<T>(), label.data<std::int64_t>(), sm, loss,
-                                                                g.rows, g.d, pool_loops{}));
+                                                                g.rows, g.d, pool_loops{}, c.attr(ignore_index).i));
     }
 };
 
@@ -108,7 +110,8 @@ struct softmax_with_cross_entropy_grad_op : ops::softmax_with_cross_entropy_grad
             return kernels::softmax_with_cross_entropy_grad_soft(c.in(Label).data<T>(), sm.data<T>(), dl, dx, g.rows,
                                                                  g.d);
         c.fault->raise(kernels::softmax_with_cross_entropy_grad_hard(c.in(Label).data<std::int64_t>(), sm.data<T>(),
-                                                                     dl, dx, g.rows, g.d, pool_loops{}));
+                                                                     dl, dx, g.rows, g.d, pool_loops{},
+                                                                     c.attr(ignore_index).i));
     }
 };
 

@@ -93,20 +93,21 @@ template <class T> void softmax(std::int64_t outer, std::int64_t d, std::int64_t
 template <class T>
 void softmax_grad(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* y, const T* dy, T* dx, stream_t s);
 // Losses over `rows` rows of d classes; a hard label is an int64 class per
-// row (one out of [0, d) records fault label_out_of_range), a soft one a
-// [rows, d] distribution of T.
+// row (one out of [0, d) records fault label_out_of_range; one equal to
+// `ignore` has loss and gradient 0), a soft one a [rows, d] distribution of T.
 template <class T>
-void cross_entropy(bool soft, std::int64_t rows, std::int64_t d, const T* x, const void* label, T* y, device_fault* f,
-                   stream_t s);
+void cross_entropy(bool soft, std::int64_t rows, std::int64_t d, const T* x, const void* label, std::int64_t ignore,
+                   T* y, device_fault* f, stream_t s);
 template <class T>
-void cross_entropy_grad(bool soft, std::int64_t rows, std::int64_t d, const T* x, const void* label, const T* dy,
-                        T* dx, device_fault* f, stream_t s);
+void cross_entropy_grad(bool soft, std::int64_t rows, std::int64_t d, const T* x, const void* label,
+                        std::int64_t ignore, const T* dy, T* dx, device_fault* f, stream_t s);
 template <class T>
 void softmax_with_cross_entropy(bool soft, std::int64_t rows, std::int64_t d, const T* logits, const void* label,
-                                T* softmax, T* loss, device_fault* f, stream_t s);
+                                std::int64_t ignore, T* softmax, T* loss, device_fault* f, stream_t s);
 template <class T>
 void softmax_with_cross_entropy_grad(bool soft, std::int64_t rows, std::int64_t d, const void* label,
-                                     const T* softmax, const T* dloss, T* dx, device_fault* f, stream_t s);
+                                     std::int64_t ignore, const T* softmax, const T* dloss, T* dx, device_fault* f,
+                                     stream_t s);
 
 // Optimizers; scalars that are tensors (learning rate, beta powers) stay in
 // device memory and are read by the kernels.

@@ -12,22 +12,24 @@
 namespace dlgraph::kernels {
 
 // The matrix view of matmul's operands, of dims xs (rank xr >= 1) and ys
-// (yr >= 1). A rank-1 X is a row [1, K] and a rank-1 Y a column [K, 1]
-// whose unit dim is dropped from Out; transposing such a vector is ignored
-// (there is only one sensible product), which avoids Paddle's mismatch
-// between Out's dims and its element count there. Dims may be unknown (-1)
-// when inferring.
+// (yr >= 1), as Paddle's matmul reads them: a rank-1 X of size K is a row
+// [1, K], transposed a column [K, 1]; a rank-1 Y is a column [K, 1],
+// transposed a row [1, K]. Both are stored as K contiguous elements, so
+// such a view is an untransposed matrix with no flag set. Out drops the
+// unit dim a rank-1 operand brings (matmul_out_keeps_m/n). Dims may be
+// unknown (-1) when inferring.
 struct matmul_view {
     std::int64_t m = 0, k = 0, n = 0, yk = 0;  // op(X) is m x k, op(Y) is yk x n
     bool ta = false, tb = false;
-    int xk_dim = 0, yk_dim = 0;    // which dim of X / Y holds K, for messages
+    int xk_dim = 0, yk_dim = 0;    // which dim of X / Y holds K, for messages; -1: a transposed vector's K of 1
     std::int64_t lda = 0, ldb = 0;  // row strides of X's and Y's matrices as stored
 
     matmul_view(const std::int64_t* xs, int xr, const std::int64_t* ys, int yr, bool tx, bool ty) noexcept {
         if (xr == 1) {
-            m = 1;
-            k = xs[0];
+            m = tx ? xs[0] : 1;
+            k = tx ? 1 : xs[0];
             lda = k;
+            xk_dim = tx ? -1 : 0;
         } else {
             ta = tx;
             m = tx ? xs[xr - 1] : xs[xr - 2];
@@ -36,9 +38,10 @@ struct matmul_view {
             lda = xs[xr - 1];
         }
         if (yr == 1) {
-            yk = ys[0];
-            n = 1;
-            ldb = 1;
+            yk = ty ? 1 : ys[0];
+            n = ty ? ys[0] : 1;
+            ldb = n;
+            yk_dim = ty ? -1 : 0;
         } else {
             tb = ty;
             yk = ty ? ys[yr - 1] : ys[yr - 2];
@@ -48,6 +51,13 @@ struct matmul_view {
         }
     }
 };
+
+// Whether Out has op(X)'s rows (m) and op(Y)'s columns (n) as dims. As in
+// Paddle, a rank-1 operand's unit dim is dropped: an untransposed vector's
+// always, a transposed one's only when its size is 1 (X [1] transposed
+// times Y [1, 4] gives [4]; an unknown size keeps the dim).
+inline bool matmul_out_keeps_m(int xr, std::int64_t m) noexcept { return xr > 1 || m != 1; }
+inline bool matmul_out_keeps_n(int yr, std::int64_t n) noexcept { return yr > 1 || n != 1; }
 
 // Batch dims of both operands padded to Out's batch rank (rb): Out's dims,
 // and each operand's element stride per dim (0 where it is broadcast).

@@ -182,7 +182,11 @@ inline void softmax_grad(const T* y, const T* dy, T* dx, O outer_, D d_, I inner
 // label is one class index per row, a soft one a [rows, d] distribution; the
 // loss is one value per row. A hard-label kernel stops at the first label
 // outside [0, d) and returns it as fault{label_out_of_range, label, row, d};
-// the rows before it are written, the others are not.
+// the rows before it are written, the others are not. A row whose hard
+// label equals `ignore_index` (Paddle's attribute, -100 unless set; it may
+// also be a class in range, a padding token's) is no error: its loss and
+// its gradient are 0.
+inline constexpr std::int64_t default_ignore_index = -100;
 
 template <class I> constexpr fault bad_label(I label, std::int64_t row, std::int64_t d) noexcept {
     return fault{fault_code::label_out_of_range, static_cast<std::int64_t>(label), row, d};
@@ -190,11 +194,16 @@ template <class I> constexpr fault bad_label(I label, std::int64_t row, std::int
 
 // y[r] = -log(x[r, label[r]]).
 template <class T, class I, class R, class D>
-inline fault cross_entropy_hard(const T* x, const I* label, T* y, R rows_, D d_) noexcept {
+inline fault cross_entropy_hard(const T* x, const I* label, T* y, R rows_, D d_,
+                                std::int64_t ignore_index = default_ignore_index) noexcept {
     static_assert(std::is_integral_v<I>, "hard labels are class indices");
     const std::int64_t rows = extent(rows_), d = extent(d_);
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t l = static_cast<std::int64_t>(label[r]);
+        if (l == ignore_index) {
+            y[r] = 0;
+            continue;
+        }
         if (l < 0 || l >= d) return bad_label(label[r], r, d);
         y[r] = -std::log(x[r * d + l]);
     }
@@ -214,14 +223,16 @@ inline void cross_entropy_soft(const T* x, const T* label, T* y, R rows_, D d_) 
 
 // dx = -dy / x at the label, 0 elsewhere.
 template <class T, class I, class R, class D>
-inline fault cross_entropy_grad_hard(const T* x, const I* label, const T* dy, T* dx, R rows_, D d_) noexcept {
+inline fault cross_entropy_grad_hard(const T* x, const I* label, const T* dy, T* dx, R rows_, D d_,
+                                     std::int64_t ignore_index = default_ignore_index) noexcept {
     static_assert(std::is_integral_v<I>, "hard labels are class indices");
     const std::int64_t rows = extent(rows_), d = extent(d_);
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t l = static_cast<std::int64_t>(label[r]);
-        if (l < 0 || l >= d) return bad_label(label[r], r, d);
+        const bool ignored = l == ignore_index;
+        if (!ignored && (l < 0 || l >= d)) return bad_label(label[r], r, d);
         std::fill(dx + r * d, dx + (r + 1) * d, T(0));
-        dx[r * d + l] = -dy[r] / x[r * d + l];
+        if (!ignored) dx[r * d + l] = -dy[r] / x[r * d + l];
     }
     return {};
 }
@@ -238,17 +249,20 @@ inline void cross_entropy_grad_soft(const T* x, const T* label, const T* dy, T* 
 
 // softmax = softmax(logits) per row; loss[r] = lse - logits[r, label[r]],
 // with lse = log(sum(exp(logits))) of the row (d > 0 for any row to pass).
+// An ignored row has its softmax and a loss of 0.
 template <class T, class I, class R, class D, class L = serial_loops>
 inline fault softmax_with_cross_entropy_hard(const T* logits, const I* label, T* softmax, T* loss, R rows_, D d_,
-                                             const L& loops = {}) noexcept(L::nothrow) {
+                                             const L& loops = {},
+                                             std::int64_t ignore_index = default_ignore_index) noexcept(L::nothrow) {
     static_assert(std::is_integral_v<I>, "hard labels are class indices");
     const std::int64_t rows = extent(rows_), d = extent(d_);
     for (std::int64_t r = 0; r < rows; ++r) {
         const T* xr = logits + r * d;
         const std::int64_t l = static_cast<std::int64_t>(label[r]);
-        if (l < 0 || l >= d) return bad_label(label[r], r, d);
-        const T lse = softmax_row(xr, softmax + r * d, d, loops);
-        loss[r] = lse - xr[l];
+        const bool ignored = l == ignore_index;
+        if (!ignored && (l < 0 || l >= d)) return bad_label(label[r], r, d);
+        const T lse = d > 0 ? softmax_row(xr, softmax + r * d, d, loops) : T(0);
+        loss[r] = ignored ? T(0) : lse - xr[l];
     }
     return {};
 }
@@ -277,11 +291,16 @@ inline void softmax_with_cross_entropy_soft(const T* logits, const T* label, T* 
 // dx = (softmax - onehot(label)) * dloss, from the saved softmax.
 template <class T, class I, class R, class D, class L = serial_loops>
 inline fault softmax_with_cross_entropy_grad_hard(const I* label, const T* softmax, const T* dloss, T* dx, R rows_,
-                                                  D d_, const L& loops = {}) noexcept(L::nothrow) {
+                                                  D d_, const L& loops = {},
+                                                  std::int64_t ignore_index = default_ignore_index) noexcept(L::nothrow) {
     static_assert(std::is_integral_v<I>, "hard labels are class indices");
     const std::int64_t rows = extent(rows_), d = extent(d_);
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t l = static_cast<std::int64_t>(label[r]);
+        if (l == ignore_index) {
+            std::fill(dx + r * d, dx + (r + 1) * d, T(0));
+            continue;
+        }
         if (l < 0 || l >= d) return bad_label(label[r], r, d);
         const T g = dloss[r];
         loops.binary(d, softmax + r * d, 1, &g, 0, dx + r * d, mul_fn{});

@@ -144,10 +144,13 @@ struct matmul_op {
         };
         if (xs.rank() == 0 || ys.rank() == 0) c.fail("dlgraph.shape.matmul", both() + ": operands must have rank >= 1");
         const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), tx, ty);
+        auto k_of = [](const char* name, int dim, std::int64_t k) {
+            if (dim < 0) return std::string(name) + " (a transposed vector, so K is 1)";
+            return std::string(name) + "'s dim " + std::to_string(dim) + " (" + std::to_string(k) + ")";
+        };
         if (!dims_agree(v.k, v.yk))
-            c.fail("dlgraph.shape.matmul", both() + ": X's dim " + std::to_string(v.xk_dim) + " (" +
-                                               std::to_string(v.k) + ") must equal Y's dim " +
-                                               std::to_string(v.yk_dim) + " (" + std::to_string(v.yk) + ")");
+            c.fail("dlgraph.shape.matmul",
+                   both() + ": " + k_of("X", v.xk_dim, v.k) + " must equal " + k_of("Y", v.yk_dim, v.yk));
         // Batch dims broadcast as in NumPy, aligned at the right.
         const int xb = std::max(xs.rank() - 2, 0), yb = std::max(ys.rank() - 2, 0);
         const int rb = std::max(xb, yb);
@@ -168,8 +171,8 @@ struct matmul_op {
             }
             out.push_back(d);
         }
-        if (xs.rank() > 1) out.push_back(v.m);
-        if (ys.rank() > 1) out.push_back(v.n);
+        if (kernels::matmul_out_keeps_m(xs.rank(), v.m)) out.push_back(v.m);
+        if (kernels::matmul_out_keeps_n(ys.rank(), v.n)) out.push_back(v.n);
         if (out.empty()) out.push_back(1);
         return out;
     }

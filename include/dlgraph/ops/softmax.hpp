@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dlgraph/kernels/softmax.hpp"  // default_ignore_index
 #include "dlgraph/op.hpp"
 #include "dlgraph/ops/op_util.hpp"
 
@@ -90,17 +91,18 @@ inline Shape loss_infer(const InferContext& c, int x, int label, bool soft) {
 
 struct cross_entropy_op {
     enum { X = 0, Label = 1 };
-    enum { soft_label = 0 };
+    enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
         c.set(0, c.dtype(X), loss_infer(c, X, Label, c.attr(soft_label).b));
     }
 };
 
 inline OpDef cross_entropy_def() {
-    OpDef d{"cross_entropy", {{"X"}, {"Label"}}, {{"Y"}}, {{"soft_label", Attribute::make_bool("soft_label", false)}},
+    OpDef d{"cross_entropy", {{"X"}, {"Label"}}, {{"Y"}}, {{"soft_label", Attribute::make_bool("soft_label", false)},
+             {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)}},
             &cross_entropy_op::infer};
     d.may_fail = true;  // a label out of range
-    d.doc = "Y = -log(X[label]) per row (soft: -sum(label * log(X)))";
+    d.doc = "Y = -log(X[label]) per row (soft: -sum(label * log(X))); 0 where label == ignore_index";
     d.no_grad_inputs = {"Label"};
     d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
         const std::string dx = r.grad_name("X", 0);
@@ -131,7 +133,7 @@ inline void loss_grad_check(const InferContext& c, int x, int dslot, const std::
 // X, Label, Y@GRAD -> X@GRAD: -dY / X at the label (hard), -dY * label / X (soft).
 struct cross_entropy_grad_op {
     enum { X = 0, Label = 1, DY = 2 };
-    enum { soft_label = 0 };
+    enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
         loss_infer(c, X, Label, c.attr(soft_label).b);
         c.same_dtype({X, DY});
@@ -142,7 +144,8 @@ struct cross_entropy_grad_op {
 
 inline OpDef cross_entropy_grad_def() {
     OpDef d{"cross_entropy_grad", {{"X"}, {"Label"}, {"Y@GRAD"}}, {{"X@GRAD"}},
-            {{"soft_label", Attribute::make_bool("soft_label", false)}}, &cross_entropy_grad_op::infer};
+            {{"soft_label", Attribute::make_bool("soft_label", false)},
+             {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)}}, &cross_entropy_grad_op::infer};
     d.may_fail = true;  // a label out of range
     d.doc = "X@GRAD = -Y@GRAD / X at the label (soft: -Y@GRAD * Label / X)";
     return d;
@@ -151,7 +154,7 @@ inline OpDef cross_entropy_grad_def() {
 struct softmax_with_cross_entropy_op {
     enum { Logits = 0, Label = 1 };
     enum { Softmax = 0, Loss = 1 };
-    enum { soft_label = 0 };
+    enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
         Shape loss = loss_infer(c, Logits, Label, c.attr(soft_label).b);
         c.set(Softmax, c.dtype(Logits), c.shape(Logits));
@@ -161,9 +164,11 @@ struct softmax_with_cross_entropy_op {
 
 inline OpDef softmax_with_cross_entropy_def() {
     OpDef d{"softmax_with_cross_entropy", {{"Logits"}, {"Label"}}, {{"Softmax"}, {"Loss"}},
-            {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_op::infer};
+            {{"soft_label", Attribute::make_bool("soft_label", false)},
+             {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)}}, &softmax_with_cross_entropy_op::infer};
     d.may_fail = true;  // a label out of range
-    d.doc = "Softmax = softmax(Logits); Loss = cross entropy of Softmax and Label, computed stably";
+    d.doc = "Softmax = softmax(Logits); Loss = cross entropy of Softmax and Label, computed stably; 0 where "
+            "label == ignore_index";
     // As in Paddle, only Loss is differentiated: the gradient reads the saved
     // Softmax, never the logits, and a gradient reaching the Softmax output
     // from other ops is not propagated to Logits.
@@ -188,7 +193,7 @@ inline OpDef softmax_with_cross_entropy_def() {
 // (Softmax - Label) * dLoss for labels that sum to 1 per row).
 struct softmax_with_cross_entropy_grad_op {
     enum { Label = 0, Softmax = 1, DLoss = 2 };
-    enum { soft_label = 0 };
+    enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
         loss_infer(c, Softmax, Label, c.attr(soft_label).b);
         c.same_dtype({Softmax, DLoss});
@@ -199,7 +204,8 @@ struct softmax_with_cross_entropy_grad_op {
 
 inline OpDef softmax_with_cross_entropy_grad_def() {
     OpDef d{"softmax_with_cross_entropy_grad", {{"Label"}, {"Softmax"}, {"Loss@GRAD"}}, {{"Logits@GRAD"}},
-            {{"soft_label", Attribute::make_bool("soft_label", false)}}, &softmax_with_cross_entropy_grad_op::infer};
+            {{"soft_label", Attribute::make_bool("soft_label", false)},
+             {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)}}, &softmax_with_cross_entropy_grad_op::infer};
     d.kernel_slot = 1;  // Softmax: Label may be INT64
     d.may_fail = true;  // a label out of range
     d.doc = "Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (soft: Softmax * sum(Label) - Label)";
