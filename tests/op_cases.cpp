@@ -378,6 +378,17 @@ std::vector<unary_spec> unary_specs() {
         {"sqrt", wide_positive(-20, 20), special({0.0, -0.0, inf, fden, fmin, 1.0, fmax, 4.0, 2.0}, wide_positive(-120, 120))},
         {"abs", uni(-3, 3), special(signed_edges, uni(-3, 3)), true},
         {"square", uni(-3, 3), special(signed_edges, uni(-3, 3)), true},
+        {"softsign", uni(-3, 3), special(signed_edges, uni(-3, 3))},
+        {"sin", uni(-4, 4), special({0.0, -0.0, inf, -inf, nan, 1e10, -1e10, 3.14159265, 1e-30}, uni(-100, 100))},
+        {"cos", uni(-4, 4), special({0.0, -0.0, inf, -inf, nan, 1e10, -1e10, 1.5707963, 1e-30}, uni(-100, 100))},
+        {"reciprocal", uni(-3, 3), special(signed_edges, uni(-3, 3))},
+        {"rsqrt", wide_positive(-20, 20), special({0.0, -0.0, inf, fden, fmin, 1.0, fmax, 4.0, -1.0}, wide_positive(-120, 120))},
+        {"floor", grid(-4, 4, 0.25), special(signed_edges, grid(-3, 3, 0.5))},
+        {"ceil", grid(-4, 4, 0.25), special(signed_edges, grid(-3, 3, 0.5))},
+        {"round", grid(-4, 4, 0.25), special({0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.0, inf, nan, 8388609.0},
+                                              grid(-3, 3, 0.5))},
+        {"sign", uni(-3, 3), special(signed_edges, uni(-3, 3))},
+        {"gelu", uni(-5, 5), special(signed_edges, uni(-12, 12))},
     };
 }
 
@@ -421,6 +432,47 @@ void unary_grad_cases(case_list& out) {
         one("rank2_13x17", FP32, {13, 17});
         one("size_1", FP64, {1});
         one("empty", FP32, {0, 3});
+    }
+}
+
+// The activations with attributes: their defaults (none set) and other
+// values, forward and grad; inputs on both sides of every breakpoint.
+void activation_attr_cases(case_list& out) {
+    struct spec {
+        const char* op;
+        std::vector<Attribute> other;  // attributes other than the defaults
+    };
+    const std::vector<spec> specs{
+        {"gelu", {a_bool("approximate", true)}},
+        {"leaky_relu", {a_float("alpha", 0.3)}},
+        {"elu", {a_float("alpha", 0.5)}},
+        {"relu6", {a_float("threshold", 1.5)}},
+        {"hard_sigmoid", {a_float("slope", 0.5), a_float("offset", 0.25)}},
+        {"hard_swish", {a_float("threshold", 4.0), a_float("scale", 5.0), a_float("offset", 2.0)}},
+        {"softplus", {a_float("beta", 2.0), a_float("threshold", 3.0)}},
+        {"swish", {a_float("beta", 1.7)}},
+    };
+    for (const spec& sp : specs) {
+        for (const bool defaults : {true, false}) {
+            const std::vector<Attribute> at = defaults ? std::vector<Attribute>{} : sp.other;
+            const char* which = defaults ? "defaults" : "attrs";
+            auto fwd = [&](std::string_view variant, DataType t, const Shape& s, const gen& g) {
+                case_builder cb(case_name(sp.op, t, std::string(which) + "_" + std::string(variant)));
+                cb.in("x", t, s, g).op(sp.op, {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+                out.push_back(cb.done());
+            };
+            fwd("odd_1023", FP32, {1023}, uni(-8, 8));
+            fwd("rank2_5x7", FP64, {5, 7}, grid(-4, 4, 0.25));
+            const std::string grad = std::string(sp.op) + "_grad";
+            auto bwd = [&](std::string_view variant, DataType t, const Shape& s) {
+                case_builder cb(case_name(grad, t, std::string(which) + "_" + std::string(variant)));
+                cb.in("x", t, s, uni(-8, 8)).in("out", t, s, uni(-0.5, 7)).in("out@GRAD", t, s, uni(-1, 1));
+                cb.op(grad, {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+                out.push_back(cb.done());
+            };
+            bwd("odd_1023", FP32, {1023});
+            bwd("odd_7", FP64, {7});
+        }
     }
 }
 
@@ -616,6 +668,7 @@ void matmul_cases(case_list& out) {
     grad("batch_shared_y_transpose_y", FP32, {3, 4, 5}, {6, 5}, false, true);
     grad("x_rank1", FP32, {7}, {7, 3}, false, false);
     grad("y_rank1", FP64, {4, 7}, {7}, false, false);
+    grad("rank1_transposed_outer", FP64, {7}, {5}, true, true);
     grad("alpha", FP64, {9, 10}, {10, 11}, false, false, 0.5);
     grad("only_x", FP32, {6, 5}, {5, 4}, false, false, 1.0, true, false);
     grad("only_y_transpose_x", FP64, {5, 6}, {5, 4}, true, false, 1.0, false, true);
@@ -1168,6 +1221,22 @@ void chain_cases(case_list& out) {
         out.push_back(cb.done());
     }
     {
+        // The fusible math of issue 16 in chains long enough for threads, cut by
+        // gelu and leaky_relu, which are not fusible (a fused block has no attributes).
+        case_builder cb("chain/FP32/sin_softsign_gelu_leaky_round_sign_rsqrt_300007");
+        cb.in("x", FP32, {300007}, uni(-6, 6)).in("y", FP32, {300007}, uni(1.5, 2.5));
+        cb.op("sin", {{"X", {"x"}}}, {{"Out", {"t1"}}});
+        cb.op("softsign", {{"X", {"t1"}}}, {{"Out", {"t2"}}});
+        cb.op("gelu", {{"X", {"t2"}}}, {{"Out", {"t3"}}});
+        cb.op("leaky_relu", {{"X", {"t3"}}}, {{"Out", {"t4"}}}, {a_float("alpha", 0.25)});
+        cb.op("elementwise_mul", {{"X", {"t4"}}, {"Y", {"y"}}}, {{"Out", {"t5"}}});
+        cb.op("round", {{"X", {"t5"}}}, {{"Out", {"t6"}}});
+        cb.op("sign", {{"X", {"t6"}}}, {{"Out", {"t7"}}});
+        cb.op("elementwise_add", {{"X", {"t7"}}, {"Y", {"y"}}}, {{"Out", {"t8"}}});
+        cb.op("rsqrt", {{"X", {"t8"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+    {
         // Large FP64 chain with a row operand of rank 2: threads and blocks of whole rows.
         case_builder cb("chain/FP64/sub_row_square_mul_exp_300x1031");
         const Shape s{300, 1031};
@@ -1374,6 +1443,7 @@ std::vector<op_case> all_op_cases() {
     binary_grad_cases(out);
     unary_cases(out);
     unary_grad_cases(out);
+    activation_attr_cases(out);
     scale_assign_cases(out);
     fill_cases(out);
     mul_cases(out);

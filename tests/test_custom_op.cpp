@@ -113,7 +113,7 @@ void register_test_ops() {
 template <element_type T> Var<T> scaled_cube(const Var<T>& x, double alpha) {
     return apply_op<T>("test_scaled_cube", {{"X", x}}, {Attribute::make_float("alpha", alpha)});
 }
-template <element_type T> Var<T> softsign(const Var<T>& x) { return apply_op<T>("test_softsign", {{"X", x}}); }
+template <element_type T> Var<T> test_softsign(const Var<T>& x) { return apply_op<T>("test_softsign", {{"X", x}}); }
 
 }  // namespace
 
@@ -148,7 +148,7 @@ TEST_CASE("a registered op: builder, shape errors, FP64 gradient by finite diffe
     grad_check::check({{"x", grad_check::random({3, 4}, 1)}},
                       [](Program&, const std::vector<Var<double>>& x) { return scaled_cube(x[0], -1.5); });
     grad_check::check({{"x", grad_check::random({5}, 2, -3, 3)}},
-                      [](Program&, const std::vector<Var<double>>& x) { return softsign(x[0]) * x[0]; });
+                      [](Program&, const std::vector<Var<double>>& x) { return test_softsign(x[0]) * x[0]; });
 
     // Its inference runs on the builder's line: a dtype it has no kernel for.
     Program p;
@@ -159,7 +159,7 @@ TEST_CASE("a registered op: builder, shape errors, FP64 gradient by finite diffe
 
     // Saved as JSON, loaded, run: the same values as the built program.
     auto x = p.input<float>("x", {-1, 3});
-    auto y = p.rename(softsign(scaled_cube(x, 0.5)) + x, "y");
+    auto y = p.rename(test_softsign(scaled_cube(x, 0.5)) + x, "y");
     const xt::xarray<float> xv = {{-2, -0.5, 0}, {0.25, 1, 3}};
     Session<cpu> built(p);
     const xt::xarray<float> want = built.eval(y, {{x, xv}});
@@ -302,7 +302,7 @@ TEST_CASE("a registered element-wise op fuses like a built-in one, with the same
         Program p;
         auto a = p.input<double>("a", {-1});
         auto b = p.input<double>("b", {-1});
-        auto z = exp(softsign(a * b)) + a;
+        auto z = exp(test_softsign(a * b)) + a;
         const xt::xarray<double> av = grad_check::random({n}, 3, -4, 4), bv = grad_check::random({n}, 4, -4, 4);
         const std::vector<TargetRef> targets{z};
         const std::vector<std::string> fed{"a", "b"};
@@ -322,7 +322,7 @@ TEST_CASE("a registered element-wise op fuses like a built-in one, with the same
     // test_softsign_grad as one pass.
     Program p;
     auto x = p.parameter<double>("x", {1000}, init::constant(0.5));
-    auto grads = append_backward(reduce_sum(exp(softsign(x))));
+    auto grads = append_backward(reduce_sum(exp(test_softsign(x))));
     REQUIRE(grads.size() == 1);
     const xt::xarray<double> xv = grad_check::random({1000}, 5, -4, 4);
     const std::vector<TargetRef> targets{grads[0].second};

@@ -338,7 +338,50 @@ DLGRAPH_UNARY(sqrt)
 DLGRAPH_UNARY(abs)
 DLGRAPH_UNARY(square)
 DLGRAPH_UNARY(assign)
+DLGRAPH_UNARY(softsign)
+DLGRAPH_UNARY(sin)
+DLGRAPH_UNARY(cos)
+DLGRAPH_UNARY(reciprocal)
+DLGRAPH_UNARY(rsqrt)
+DLGRAPH_UNARY(floor)
+DLGRAPH_UNARY(ceil)
+DLGRAPH_UNARY(round)
+DLGRAPH_UNARY(sign)
 #undef DLGRAPH_UNARY
+
+// Activations with attributes: Paddle's names and defaults (ops/elementwise.hpp).
+template <element_type T> Var<T> gelu(const Var<T>& x, bool approximate = false) {
+    return detail::unary_out<T>("gelu", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_bool("approximate", approximate)});
+}
+template <element_type T> Var<T> leaky_relu(const Var<T>& x, double alpha = 0.02) {
+    return detail::unary_out<T>("leaky_relu", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("alpha", alpha)});
+}
+template <element_type T> Var<T> elu(const Var<T>& x, double alpha = 1.0) {
+    return detail::unary_out<T>("elu", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_float("alpha", alpha)});
+}
+template <element_type T> Var<T> relu6(const Var<T>& x, double threshold = 6.0) {
+    return detail::unary_out<T>("relu6", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("threshold", threshold)});
+}
+template <element_type T> Var<T> hard_sigmoid(const Var<T>& x, double slope = 0.2, double offset = 0.5) {
+    return detail::unary_out<T>("hard_sigmoid", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("slope", slope), Attribute::make_float("offset", offset)});
+}
+template <element_type T>
+Var<T> hard_swish(const Var<T>& x, double threshold = 6.0, double scale = 6.0, double offset = 3.0) {
+    return detail::unary_out<T>("hard_swish", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("threshold", threshold), Attribute::make_float("scale", scale),
+                                 Attribute::make_float("offset", offset)});
+}
+template <element_type T> Var<T> softplus(const Var<T>& x, double beta = 1.0, double threshold = 20.0) {
+    return detail::unary_out<T>("softplus", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("beta", beta), Attribute::make_float("threshold", threshold)});
+}
+template <element_type T> Var<T> swish(const Var<T>& x, double beta = 1.0) {
+    return detail::unary_out<T>("swish", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_float("beta", beta)});
+}
 
 template <element_type T>
 Var<T> scale(const Var<T>& x, double s, double bias = 0.0, bool bias_after_scale = true) {
@@ -366,6 +409,8 @@ template <element_type T> Var<T> operator/(std::type_identity_t<T> c, const Var<
 
 // ---- matrix products ----------------------------------------------------------------
 
+// alpha * op(x) * op(y), batch dims broadcast. As in Paddle, a vector x is a
+// row (transposed, a column) and a vector y a column (transposed, a row).
 template <element_type T>
 Var<T> matmul(const Var<T>& x, const Var<T>& y, bool transpose_x = false, bool transpose_y = false, double alpha = 1.0) {
     auto st = detail::same_program("matmul", x, y);

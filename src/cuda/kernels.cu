@@ -197,7 +197,8 @@ template <class Visit> void visit_binop(binop op, Visit v) {
         case binop::pow: return v(k::pow_fn{});
     }
 }
-template <class Visit> void visit_unop(unop op, Visit v) {
+template <class T, class Visit> void visit_unop(unop op, const unary_params& pr, Visit v) {
+    const double* p = pr.p;
     switch (op) {
         case unop::relu: return v(k::relu_fn{});
         case unop::sigmoid: return v(k::sigmoid_fn{});
@@ -207,6 +208,24 @@ template <class Visit> void visit_unop(unop op, Visit v) {
         case unop::sqrt: return v(k::sqrt_fn{});
         case unop::abs: return v(k::abs_fn{});
         case unop::square: return v(k::square_fn{});
+        case unop::softsign: return v(k::softsign_fn{});
+        case unop::sin: return v(k::sin_fn{});
+        case unop::cos: return v(k::cos_fn{});
+        case unop::reciprocal: return v(k::reciprocal_fn{});
+        case unop::rsqrt: return v(k::rsqrt_fn{});
+        case unop::floor: return v(k::floor_fn{});
+        case unop::ceil: return v(k::ceil_fn{});
+        case unop::round: return v(k::round_fn{});
+        case unop::sign: return v(k::sign_fn{});
+        case unop::gelu: return v(k::gelu_fn{});
+        case unop::gelu_tanh: return v(k::gelu_tanh_fn{});
+        case unop::leaky_relu: return v(k::leaky_relu_fn<T>{T(p[0])});
+        case unop::elu: return v(k::elu_fn<T>{T(p[0])});
+        case unop::relu6: return v(k::relu6_fn<T>{T(p[0])});
+        case unop::hard_sigmoid: return v(k::hard_sigmoid_fn<T>{T(p[0]), T(p[1])});
+        case unop::hard_swish: return v(k::hard_swish_fn<T>{T(p[0]), T(p[1]), T(p[2])});
+        case unop::softplus: return v(k::softplus_fn<T>{T(p[0]), T(p[1])});
+        case unop::swish: return v(k::swish_fn<T>{T(p[0])});
     }
 }
 
@@ -484,17 +503,18 @@ void binary_grad(binop op, i64 n, i64 xn, i64 yn, const T* x, const T* y, const 
                  const broadcast_strides& g, stream_t s) {
     visit_binop(op, [&](auto fn) { binary_grad_as<T>(fn, n, xn, yn, x, y, out, dout, dx, dy, g, s); });
 }
-template <class T> void unary(unop op, i64 n, const T* x, T* z, stream_t s) {
-    visit_unop(op, [&](auto fn) {
+template <class T> void unary(unop op, const unary_params& p, i64 n, const T* x, T* z, stream_t s) {
+    visit_unop<T>(op, p, [&](auto fn) {
         using F = decltype(fn);
         // Integers have abs and square only (as on the CPU).
         if constexpr (std::is_floating_point_v<T> || std::is_same_v<F, k::abs_fn> || std::is_same_v<F, k::square_fn>)
             unary_as<T>(fn, n, x, z, s);
     });
 }
-template <class T> void unary_grad(unop op, i64 n, const T* x, const T* out, const T* dout, T* dx, stream_t s) {
+template <class T>
+void unary_grad(unop op, const unary_params& p, i64 n, const T* x, const T* out, const T* dout, T* dx, stream_t s) {
     if (n == 0) return;
-    visit_unop(op, [&](auto fn) { unary_grad_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, out, dout, dx, fn); });
+    visit_unop<T>(op, p, [&](auto fn) { unary_grad_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, out, dout, dx, fn); });
 }
 template <class T> void scale(i64 n, const T* x, T* z, T sc, T b, bool bias_after, stream_t s) {
     if (bias_after) unary_as<T>(k::scale_fn<T, true>{sc, b}, n, x, z, s);
@@ -594,8 +614,8 @@ template <class Word> void permute(i64 n, const permute_walk& w, const Word* x, 
 #define DLGRAPH_CUDA_FLOAT(T)                                                                                     \
     template void binary_grad<T>(binop, i64, i64, i64, const T*, const T*, const T*, const T*, T*, T*,           \
                                  const broadcast_strides&, stream_t);                                             \
-    template void unary<T>(unop, i64, const T*, T*, stream_t);                                                    \
-    template void unary_grad<T>(unop, i64, const T*, const T*, const T*, T*, stream_t);                           \
+    template void unary<T>(unop, const unary_params&, i64, const T*, T*, stream_t);                               \
+    template void unary_grad<T>(unop, const unary_params&, i64, const T*, const T*, const T*, T*, stream_t);      \
     template void reduce_grad<T>(redop, const reduce_grad_walk&, const T*, const T*, const T*, T*, T, stream_t);  \
     template void softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                              \
     template void softmax_grad<T>(i64, i64, i64, const T*, const T*, T*, stream_t);                               \
@@ -616,8 +636,8 @@ DLGRAPH_CUDA_ARITH(std::int32_t)
 DLGRAPH_CUDA_ARITH(std::int64_t)
 DLGRAPH_CUDA_FLOAT(float)
 DLGRAPH_CUDA_FLOAT(double)
-template void unary<std::int32_t>(unop, i64, const std::int32_t*, std::int32_t*, stream_t);
-template void unary<std::int64_t>(unop, i64, const std::int64_t*, std::int64_t*, stream_t);
+template void unary<std::int32_t>(unop, const unary_params&, i64, const std::int32_t*, std::int32_t*, stream_t);
+template void unary<std::int64_t>(unop, const unary_params&, i64, const std::int64_t*, std::int64_t*, stream_t);
 
 #define DLGRAPH_CUDA_FILL(T) template void fill<T>(i64, T*, T, stream_t);
 DLGRAPH_CUDA_FILL(bool)

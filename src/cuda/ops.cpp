@@ -89,18 +89,30 @@ template <ck::binop Op> struct binary_grad_op {
     }
 };
 
-template <ck::unop Op> struct unary_op {
+// The op's first `Params` attributes, all FLOAT (leaky_relu's alpha, ...).
+template <int Params> ck::unary_params unary_params_of(const KernelContext& c) {
+    ck::unary_params p;
+    for (int k = 0; k < Params; ++k) p.p[k] = c.attr(k).f;
+    return p;
+}
+// gelu's functor: exact, or the tanh form (its attribute `approximate`).
+ck::unop gelu_unop(const KernelContext& c) { return c.attr(0).b ? ck::unop::gelu_tanh : ck::unop::gelu; }
+
+template <ck::unop Op, int Params = 0> struct unary_op {
     template <class T> static void compute(const KernelContext& c) {
-        ck::unary<T>(Op, c.in(0).numel(), c.in(0).data<T>(), c.out(0).data<T>(), stream_of(c));
+        const ck::unop op = Op == ck::unop::gelu ? gelu_unop(c) : Op;
+        ck::unary<T>(op, unary_params_of<Params>(c), c.in(0).numel(), c.in(0).data<T>(), c.out(0).data<T>(),
+                     stream_of(c));
     }
 };
 
-template <ck::unop Op> struct unary_grad_op {
+template <ck::unop Op, int Params = 0> struct unary_grad_op {
     template <class T> static void compute(const KernelContext& c) {
         // X (slot 0) is absent where the gradient reads only Out.
         const Tensor& x = c.in_count(0) ? c.in(0) : c.in(1);
-        ck::unary_grad<T>(Op, c.in(2).numel(), x.data<T>(), c.in(1).data<T>(), c.in(2).data<T>(), c.out(0).data<T>(),
-                          stream_of(c));
+        const ck::unop op = Op == ck::unop::gelu ? gelu_unop(c) : Op;
+        ck::unary_grad<T>(op, unary_params_of<Params>(c), c.in(2).numel(), x.data<T>(), c.in(1).data<T>(),
+                          c.in(2).data<T>(), c.out(0).data<T>(), stream_of(c));
     }
 };
 
@@ -616,6 +628,40 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::sqrt_grad, floats<unary_grad_op<unop::sqrt>>());
     set(op_id::abs_grad, floats<unary_grad_op<unop::abs>>());
     set(op_id::square_grad, floats<unary_grad_op<unop::square>>());
+    set(op_id::softsign, floats<unary_op<unop::softsign>>());
+    set(op_id::sin, floats<unary_op<unop::sin>>());
+    set(op_id::cos, floats<unary_op<unop::cos>>());
+    set(op_id::reciprocal, floats<unary_op<unop::reciprocal>>());
+    set(op_id::rsqrt, floats<unary_op<unop::rsqrt>>());
+    set(op_id::floor, floats<unary_op<unop::floor>>());
+    set(op_id::ceil, floats<unary_op<unop::ceil>>());
+    set(op_id::round, floats<unary_op<unop::round>>());
+    set(op_id::sign, floats<unary_op<unop::sign>>());
+    set(op_id::gelu, floats<unary_op<unop::gelu>>());
+    set(op_id::leaky_relu, floats<unary_op<unop::leaky_relu, 1>>());
+    set(op_id::elu, floats<unary_op<unop::elu, 1>>());
+    set(op_id::relu6, floats<unary_op<unop::relu6, 1>>());
+    set(op_id::hard_sigmoid, floats<unary_op<unop::hard_sigmoid, 2>>());
+    set(op_id::hard_swish, floats<unary_op<unop::hard_swish, 3>>());
+    set(op_id::softplus, floats<unary_op<unop::softplus, 2>>());
+    set(op_id::swish, floats<unary_op<unop::swish, 1>>());
+    set(op_id::softsign_grad, floats<unary_grad_op<unop::softsign>>());
+    set(op_id::sin_grad, floats<unary_grad_op<unop::sin>>());
+    set(op_id::cos_grad, floats<unary_grad_op<unop::cos>>());
+    set(op_id::reciprocal_grad, floats<unary_grad_op<unop::reciprocal>>());
+    set(op_id::rsqrt_grad, floats<unary_grad_op<unop::rsqrt>>());
+    set(op_id::floor_grad, floats<unary_grad_op<unop::floor>>());
+    set(op_id::ceil_grad, floats<unary_grad_op<unop::ceil>>());
+    set(op_id::round_grad, floats<unary_grad_op<unop::round>>());
+    set(op_id::sign_grad, floats<unary_grad_op<unop::sign>>());
+    set(op_id::gelu_grad, floats<unary_grad_op<unop::gelu>>());
+    set(op_id::leaky_relu_grad, floats<unary_grad_op<unop::leaky_relu, 1>>());
+    set(op_id::elu_grad, floats<unary_grad_op<unop::elu, 1>>());
+    set(op_id::relu6_grad, floats<unary_grad_op<unop::relu6, 1>>());
+    set(op_id::hard_sigmoid_grad, floats<unary_grad_op<unop::hard_sigmoid, 2>>());
+    set(op_id::hard_swish_grad, floats<unary_grad_op<unop::hard_swish, 3>>());
+    set(op_id::softplus_grad, floats<unary_grad_op<unop::softplus, 2>>());
+    set(op_id::swish_grad, floats<unary_grad_op<unop::swish, 1>>());
     set(op_id::scale, arith<scale_op>());
     set(op_id::assign, stored<copy_op<0>>());
     set(op_id::reshape, stored<copy_op<ops::reshape_op::X>>());

@@ -21,9 +21,11 @@ namespace fixed_cases {
 using namespace dlgraph;
 
 inline constexpr int random_count = 60;  // random programs (half FP32, half FP64)
-inline constexpr int count = random_count + 4;  // and the MLP at batch 1 and 16, clash_case and cnn_case
+// and the MLP at batch 1 and 16, clash_case, cnn_case and activations_case
+inline constexpr int count = random_count + 5;
 inline constexpr int clash_index = random_count + 2;
 inline constexpr int cnn_index = random_count + 3;
+inline constexpr int activations_index = random_count + 4;
 
 struct fixed_case {
     Program program;
@@ -99,7 +101,7 @@ template <class T> struct builder {
                 return;
             }
             case 2: {
-                switch (r.below(8)) {
+                switch (r.below(25)) {
                     case 0: pool.push_back(relu(x)); break;
                     case 1: pool.push_back(sigmoid(x)); break;
                     case 2: pool.push_back(tanh(x)); break;
@@ -107,7 +109,25 @@ template <class T> struct builder {
                     case 4: pool.push_back(square(x)); break;
                     case 5: pool.push_back(exp(scale(x, 0.25))); break;
                     case 6: pool.push_back(sqrt(abs(x))); break;
-                    default: pool.push_back(log(scale(abs(x), 1.0, 0.5))); break;
+                    case 7: pool.push_back(log(scale(abs(x), 1.0, 0.5))); break;
+                    // The activations of issue 16, attributes written into the model.
+                    case 8: pool.push_back(gelu(x, r.coin())); break;
+                    case 9: pool.push_back(leaky_relu(x, r.uniform(0, 0.5))); break;
+                    case 10: pool.push_back(elu(x, r.uniform(0.5, 2))); break;
+                    case 11: pool.push_back(relu6(x, r.uniform(0.5, 6))); break;
+                    case 12: pool.push_back(hard_sigmoid(x, r.uniform(0.1, 1), r.uniform(0, 1))); break;
+                    case 13: pool.push_back(hard_swish(x, 6.0, r.uniform(3, 6), r.uniform(1, 3))); break;
+                    case 14: pool.push_back(softplus(x, r.uniform(0.5, 2), r.uniform(1, 20))); break;
+                    case 15: pool.push_back(swish(x, r.uniform(0.5, 2))); break;
+                    case 16: pool.push_back(softsign(x)); break;
+                    case 17: pool.push_back(sin(x)); break;
+                    case 18: pool.push_back(cos(x)); break;
+                    case 19: pool.push_back(reciprocal(scale(abs(x), 1.0, 0.5))); break;
+                    case 20: pool.push_back(rsqrt(scale(abs(x), 1.0, 0.5))); break;
+                    case 21: pool.push_back(floor(scale(x, 3.0))); break;
+                    case 22: pool.push_back(ceil(scale(x, 3.0))); break;
+                    case 23: pool.push_back(round(scale(x, 3.0))); break;
+                    default: pool.push_back(sign(x)); break;
                 }
                 return;
             }
@@ -234,6 +254,22 @@ inline fixed_case clash_case() {
     return std::move(b.c);
 }
 
+// Every activation of issue 16 on one FP64 input, with non-default
+// attributes (written into the model as literals), one fetch each.
+inline fixed_case activations_case() {
+    builder<double> b(0xac7);
+    Program& p = b.c.program;
+    auto x = p.input<double>("x", {3, 37});
+    auto pos = scale(abs(x), 1.0, 0.25);
+    const std::vector<Var<double>> outs{
+        gelu(x), gelu(x, true), leaky_relu(x, 0.3), elu(x, 0.7), relu6(x, 1.5), hard_sigmoid(x, 0.4, 0.6),
+        hard_swish(x, 5.0, 4.0, 2.0), softplus(x, 2.0, 3.0), swish(x, 1.3), softsign(x), sin(x), cos(x),
+        reciprocal(pos), rsqrt(pos), floor(x), ceil(x), round(scale(x, 2.0)), sign(x)};
+    b.c.feeds.push_back({"x", Shape{3, 37}});
+    for (const auto& o : outs) b.c.fetches.push_back(o.name());
+    return std::move(b.c);
+}
+
 // The demo's CNN (examples/fashion_mnist_models.hpp) as it evaluates, batch
 // norm on its moving statistics, with random weights and statistics, and
 // beside it the window ops' other paths: a strided, dilated, grouped
@@ -286,6 +322,7 @@ inline fixed_case make_case(int i, bool small = false) {
     if (i == random_count + 1) return mlp_case(16, small ? 16 : 64);
     if (i == clash_index) return clash_case();
     if (i == cnn_index) return cnn_case(small);
+    if (i == activations_index) return activations_case();
     return i % 2 == 0 ? random_case<float>(i) : random_case<double>(i);
 }
 

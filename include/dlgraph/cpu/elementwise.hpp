@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstring>
+#include <utility>
 
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/op.hpp"
@@ -131,17 +132,21 @@ template <class Fn, class... Ts> struct elementwise_unary {
     }
 };
 
+// X@GRAD of a unary op from X (or Out), Out and Out@GRAD by f.grad.
+template <class T, class F> void unary_grad_compute(const KernelContext& c, F f) {
+    enum { X = 0, Out = 1, DOut = 2 };
+    // X is absent where the gradient reads only Out (f ignores it then).
+    const T *y = c.in(Out).template data<T>(), *d = c.in(DOut).template data<T>();
+    const T* x = c.in_count(X) ? c.in(X).template data<T>() : y;
+    T* dx = c.out(0).template data<T>();
+    split_loop<T>(c.in(DOut).numel(), [&](std::int64_t b, std::int64_t e) {
+        kernels::unary_grad_loop(e - b, x + b, y + b, d + b, dx + b, f);
+    });
+}
+
 template <class Fn> struct elementwise_unary_grad {
     enum { X = 0, Out = 1, DOut = 2 };
-    template <class T> static void compute(cpu, const KernelContext& c) {
-        // X is absent where the gradient reads only Out (Fn ignores it then).
-        const T *y = c.in(Out).template data<T>(), *d = c.in(DOut).template data<T>();
-        const T* x = c.in_count(X) ? c.in(X).template data<T>() : y;
-        T* dx = c.out(0).template data<T>();
-        split_loop<T>(c.in(DOut).numel(), [&](std::int64_t b, std::int64_t e) {
-            kernels::unary_grad_loop(e - b, x + b, y + b, d + b, dx + b, Fn{});
-        });
-    }
+    template <class T> static void compute(cpu, const KernelContext& c) { unary_grad_compute<T>(c, Fn{}); }
     static void attach(OpDef& d) {
         d.kernels = cpu_kernels<elementwise_unary_grad, float, double>();
         // Fused as dX = g(Out@GRAD, Out or X) where Fn says which one its
@@ -151,6 +156,46 @@ template <class Fn> struct elementwise_unary_grad {
             d.fusible.slots = {DOut, Fn::grad_reads_out ? Out : X};
             d.fusible.axis_attr = -1;
         }
+    }
+};
+
+// A unary op whose functor Fn<T> holds the op's first Fn<T>::params
+// attributes, all FLOAT (leaky_relu's alpha, ...), as T. Not fusible: a
+// fused block has no attributes.
+template <template <class> class Fn, class T, std::size_t... I>
+Fn<T> functor_of_attrs(const KernelContext& c, std::index_sequence<I...>) {
+    return Fn<T>{kernels::convert<T>(c.attr(static_cast<int>(I)).f)...};
+}
+template <template <class> class Fn, class T> Fn<T> functor_of_attrs(const KernelContext& c) {
+    return functor_of_attrs<Fn, T>(c, std::make_index_sequence<static_cast<std::size_t>(Fn<T>::params)>{});
+}
+template <template <class> class Fn> struct elementwise_unary_attrs {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(), functor_of_attrs<Fn, T>(c));
+    }
+    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_attrs, float, double>(); }
+};
+template <template <class> class Fn> struct elementwise_unary_attrs_grad {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        unary_grad_compute<T>(c, functor_of_attrs<Fn, T>(c));
+    }
+    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_attrs_grad, float, double>(); }
+};
+
+// gelu: exact, or the tanh form where `approximate` is set.
+struct gelu_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const std::int64_t n = c.in(0).numel();
+        const T* x = c.in(0).template data<T>();
+        T* z = c.out(0).template data<T>();
+        if (c.attr(0).b) unary_loop(n, x, z, kernels::gelu_tanh_fn{});
+        else unary_loop(n, x, z, kernels::gelu_fn{});
+    }
+};
+struct gelu_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        if (c.attr(0).b) unary_grad_compute<T>(c, kernels::gelu_tanh_fn{});
+        else unary_grad_compute<T>(c, kernels::gelu_fn{});
     }
 };
 
@@ -208,6 +253,42 @@ inline void log_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::log_fn>
 inline void sqrt_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::sqrt_fn>::attach(d); }
 inline void abs_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::abs_fn>::attach(d); }
 inline void square_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::square_fn>::attach(d); }
+
+inline void softsign_kernels(OpDef& d) { elementwise_unary<kernels::softsign_fn, float, double>::attach(d); }
+inline void sin_kernels(OpDef& d) { elementwise_unary<kernels::sin_fn, float, double>::attach(d); }
+inline void cos_kernels(OpDef& d) { elementwise_unary<kernels::cos_fn, float, double>::attach(d); }
+inline void reciprocal_kernels(OpDef& d) { elementwise_unary<kernels::reciprocal_fn, float, double>::attach(d); }
+inline void rsqrt_kernels(OpDef& d) { elementwise_unary<kernels::rsqrt_fn, float, double>::attach(d); }
+inline void floor_kernels(OpDef& d) { elementwise_unary<kernels::floor_fn, float, double>::attach(d); }
+inline void ceil_kernels(OpDef& d) { elementwise_unary<kernels::ceil_fn, float, double>::attach(d); }
+inline void round_kernels(OpDef& d) { elementwise_unary<kernels::round_fn, float, double>::attach(d); }
+inline void sign_kernels(OpDef& d) { elementwise_unary<kernels::sign_fn, float, double>::attach(d); }
+inline void softsign_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::softsign_fn>::attach(d); }
+inline void sin_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::sin_fn>::attach(d); }
+inline void cos_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::cos_fn>::attach(d); }
+inline void reciprocal_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::reciprocal_fn>::attach(d); }
+inline void rsqrt_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::rsqrt_fn>::attach(d); }
+inline void floor_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::floor_fn>::attach(d); }
+inline void ceil_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::ceil_fn>::attach(d); }
+inline void round_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::round_fn>::attach(d); }
+inline void sign_grad_kernels(OpDef& d) { elementwise_unary_grad<kernels::sign_fn>::attach(d); }
+
+inline void gelu_kernels(OpDef& d) { d.kernels = cpu_kernels<gelu_op, float, double>(); }
+inline void gelu_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<gelu_grad_op, float, double>(); }
+inline void leaky_relu_kernels(OpDef& d) { elementwise_unary_attrs<kernels::leaky_relu_fn>::attach(d); }
+inline void elu_kernels(OpDef& d) { elementwise_unary_attrs<kernels::elu_fn>::attach(d); }
+inline void relu6_kernels(OpDef& d) { elementwise_unary_attrs<kernels::relu6_fn>::attach(d); }
+inline void hard_sigmoid_kernels(OpDef& d) { elementwise_unary_attrs<kernels::hard_sigmoid_fn>::attach(d); }
+inline void hard_swish_kernels(OpDef& d) { elementwise_unary_attrs<kernels::hard_swish_fn>::attach(d); }
+inline void softplus_kernels(OpDef& d) { elementwise_unary_attrs<kernels::softplus_fn>::attach(d); }
+inline void swish_kernels(OpDef& d) { elementwise_unary_attrs<kernels::swish_fn>::attach(d); }
+inline void leaky_relu_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::leaky_relu_fn>::attach(d); }
+inline void elu_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::elu_fn>::attach(d); }
+inline void relu6_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::relu6_fn>::attach(d); }
+inline void hard_sigmoid_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::hard_sigmoid_fn>::attach(d); }
+inline void hard_swish_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::hard_swish_fn>::attach(d); }
+inline void softplus_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::softplus_fn>::attach(d); }
+inline void swish_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::swish_fn>::attach(d); }
 
 inline void scale_kernels(OpDef& d) { d.kernels = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>(); }
 inline void assign_kernels(OpDef& d) {

@@ -34,7 +34,16 @@ struct device_fault {
 };
 
 enum class binop : int { add, sub, mul, div, max, min, pow };
-enum class unop : int { relu, sigmoid, tanh, exp, log, sqrt, abs, square };
+enum class unop : int {
+    relu, sigmoid, tanh, exp, log, sqrt, abs, square,
+    softsign, sin, cos, reciprocal, rsqrt, floor, ceil, round, sign, gelu, gelu_tanh,
+    // with attributes (unary_params): kernels/elementwise.hpp's Fn<T>{p[0], ...}
+    leaky_relu, elu, relu6, hard_sigmoid, hard_swish, softplus, swish
+};
+// A unary op's FLOAT attributes, in the op's order.
+struct unary_params {
+    double p[3] = {};
+};
 // mean: times 1/count (reduce_mean); mean_all: divided by count (mean).
 enum class redop : int { sum, mean, mean_all, max };
 
@@ -56,8 +65,10 @@ void binary(binop op, std::int64_t n, const T* x, const T* y, T* z, const broadc
 template <class T>
 void binary_grad(binop op, std::int64_t n, std::int64_t xn, std::int64_t yn, const T* x, const T* y, const T* out,
                  const T* dout, T* dx, T* dy, const broadcast_strides& g, stream_t s);
-template <class T> void unary(unop op, std::int64_t n, const T* x, T* z, stream_t s);
-template <class T> void unary_grad(unop op, std::int64_t n, const T* x, const T* out, const T* dout, T* dx, stream_t s);
+template <class T> void unary(unop op, const unary_params& p, std::int64_t n, const T* x, T* z, stream_t s);
+template <class T>
+void unary_grad(unop op, const unary_params& p, std::int64_t n, const T* x, const T* out, const T* dout, T* dx,
+                stream_t s);
 // z = s * x + b (bias_after) or s * (x + b).
 template <class T> void scale(std::int64_t n, const T* x, T* z, T sc, T b, bool bias_after, stream_t s);
 template <class T> void fill(std::int64_t n, T* z, T v, stream_t s);

@@ -607,11 +607,24 @@ inline const char* binary_functor(const std::string& type) {
     if (type == "elementwise_pow") return "pow_fn";
     return nullptr;
 }
-inline const char* unary_functor(const std::string& type) {
-    static const char* names[] = {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "square"};
-    for (const char* n : names)
-        if (type == n) return n;
-    return nullptr;
+// The functor of unary op `type` of element type T (kernels/elementwise.hpp),
+// its attributes written in, or "" for another op.
+inline std::string unary_functor(const std::string& type, const std::string& T, const std::vector<Attribute>& attrs) {
+    static const char* plain[] = {"relu",  "sigmoid",    "tanh",  "exp",  "log",   "sqrt",  "abs",  "square",
+                                  "softsign", "sin", "cos", "reciprocal", "rsqrt", "floor", "ceil", "round", "sign"};
+    // Functors Fn<T>{attribute 0, ...}: every attribute FLOAT.
+    static const char* with_attrs[] = {"leaky_relu", "elu", "relu6", "hard_sigmoid", "hard_swish", "softplus", "swish"};
+    for (const char* n : plain)
+        if (type == n) return std::string("dlgraph::kernels::") + n + "_fn{}";
+    if (type == "gelu") return attrs.at(0).b ? "dlgraph::kernels::gelu_tanh_fn{}" : "dlgraph::kernels::gelu_fn{}";
+    for (const char* n : with_attrs) {
+        if (type != n) continue;
+        std::string f = std::string("dlgraph::kernels::") + n + "_fn<" + T + ">{";
+        for (std::size_t k = 0; k < attrs.size(); ++k)
+            f += (k ? ", " : "") + std::string("dlgraph::kernels::convert<") + T + ">(" + double_literal(attrs[k].f) + ")";
+        return f + "}";
+    }
+    return "";
 }
 
 inline bool emitter::step(int s, std::ostream& o) {
@@ -682,13 +695,13 @@ inline bool emitter::step(int s, std::ostream& o) {
         }
         return true;
     }
-    if (const char* f = unary_functor(type)) {
+    if (const std::string f = unary_functor(type, T, st.attrs); !f.empty()) {
         const bool ints_ok = type == "abs" || type == "square";
         if (!fp && !(ints_ok && (dt == DataType::INT32 || dt == DataType::INT64))) return false;
         const int x = in(st, 0), z = out(st, 0);
         if (numel(z) > 0)
-            o << "    dlgraph::kernels::unary_loop_serial(" << numel(z) << ", " << ptr(x) << ", " << ptr(z)
-              << ", dlgraph::kernels::" << f << "_fn{});\n";
+            o << "    dlgraph::kernels::unary_loop_serial(" << numel(z) << ", " << ptr(x) << ", " << ptr(z) << ", " << f
+              << ");\n";
         return true;
     }
     if (type == "scale") {

@@ -115,6 +115,166 @@ struct square_fn {
     template <class V> DLGRAPH_HD V operator()(V a) const { return wrap_mul(a, a); }
     template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * V(2) * x; }
 };
+
+// ---- more math and activations, as Paddle's activation ops define them ----
+//
+// Each gradient reads what Paddle's grad op reads (X or Out). floor, ceil,
+// round and sign have a gradient of 0, as in Paddle.
+struct softsign_fn {
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const { return a / (V(1) + vm::abs(a)); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        const V t = V(1) + vm::abs(x);
+        return dout / (t * t);
+    }
+};
+struct sin_fn {
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::sin(a); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return dout * vm::cos(x); }
+};
+struct cos_fn {
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::cos(a); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return -(dout * vm::sin(x)); }
+};
+struct reciprocal_fn {
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const { return V(1) / a; }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return -(dout * out * out); }
+};
+struct rsqrt_fn {
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const { return V(1) / vm::sqrt(a); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const { return V(-0.5) * dout * out * out * out; }
+};
+// A step function's gradient: 0 (Paddle's), whatever Out@GRAD holds.
+struct zero_grad {
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V grad(V, V, V) const { return V(0); }
+};
+struct floor_fn : zero_grad {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::floor(a); }
+};
+struct ceil_fn : zero_grad {
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::ceil(a); }
+};
+struct round_fn : zero_grad {  // halves away from zero
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::round(a); }
+};
+struct sign_fn : zero_grad {  // 1, -1, or the input itself for 0, -0 and NaN
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return vm::select(a > V(0), V(1), vm::select(a < V(0), V(-1), a));
+    }
+};
+// gelu: x * Phi(x) with Phi the normal CDF, exactly (erf) ...
+struct gelu_fn {
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return V(0.5) * a * (V(1) + vm::erf(a * V(0.70710678118654752440)));
+    }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        const V cdf = V(0.5) * (V(1) + vm::erf(x * V(0.70710678118654752440)));
+        const V pdf = vm::exp(V(-0.5) * x * x) * V(0.39894228040143267794);  // 1 / sqrt(2 pi)
+        return dout * (cdf + x * pdf);
+    }
+};
+// ... or with Paddle's `approximate` tanh form.
+struct gelu_tanh_fn {
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return V(0.5) * a * (V(1) + vm::tanh(V(0.79788456080286535588) * (a + V(0.044715) * a * a * a)));
+    }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        const V t = vm::tanh(V(0.79788456080286535588) * (x + V(0.044715) * x * x * x));
+        const V dt = (V(1) - t * t) * V(0.79788456080286535588) * (V(1) + V(3 * 0.044715) * x * x);
+        return dout * (V(0.5) * (V(1) + t) + V(0.5) * x * dt);
+    }
+};
+
+// Activations with attributes: the functor holds them as T, in the order of
+// the op's FLOAT attributes (`params` of them), so a kernel builds it as
+// Fn<T>{attr 0, attr 1, ...}.
+template <class T> struct leaky_relu_fn {  // alpha
+    static constexpr int params = 1;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T alpha;
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::select(a < V(0), a * V(alpha), a); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const { return vm::select(x < V(0), dout * V(alpha), dout); }
+};
+// The derivative of the forward for any alpha (Paddle's ELUGradFunctor
+// agrees for alpha > 0).
+template <class T> struct elu_fn {  // alpha
+    static constexpr int params = 1;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T alpha;
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return vm::select(a < V(0), V(alpha) * (vm::exp(a) - V(1)), a);
+    }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        return vm::select(x > V(0), dout, dout * V(alpha) * vm::exp(x));
+    }
+};
+template <class T> struct relu6_fn {  // threshold
+    static constexpr int params = 1;
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
+    T threshold;
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::min(vm::max(a, V(0)), V(threshold)); }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const {
+        return vm::select(out > V(0), vm::select(out < V(threshold), dout, V(0)), V(0));
+    }
+};
+template <class T> struct hard_sigmoid_fn {  // slope, offset
+    static constexpr int params = 2;
+    static constexpr bool grad_reads_out = true;  // grad reads Out (else X)
+    T slope, offset;
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return vm::min(vm::max(a * V(slope) + V(offset), V(0)), V(1));
+    }
+    template <class V> DLGRAPH_HD V grad(V, V out, V dout) const {
+        return vm::select(out > V(0), vm::select(out < V(1), dout * V(slope), V(0)), V(0));
+    }
+};
+template <class T> struct hard_swish_fn {  // threshold, scale, offset
+    static constexpr int params = 3;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T threshold, scale, offset;
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return a * vm::min(vm::max(a + V(offset), V(0)), V(threshold)) / V(scale);
+    }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        const V s = x + V(offset);
+        const V mid = (V(2) * x + V(offset)) / V(scale);
+        return vm::select(s > V(0), vm::select(s < V(threshold), dout * mid, dout * (V(threshold) / V(scale))), V(0));
+    }
+};
+// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold.
+template <class T> struct softplus_fn {  // beta, threshold
+    static constexpr int params = 2;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T beta, threshold;
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        const V xb = a * V(beta);
+        return vm::select(xb > V(threshold), a, vm::log(V(1) + vm::exp(xb)) / V(beta));
+    }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        const V xb = x * V(beta);
+        return vm::select(xb > V(threshold), dout, dout / (V(1) + vm::exp(-xb)));
+    }
+};
+// x * sigmoid(beta x).
+template <class T> struct swish_fn {  // beta
+    static constexpr int params = 1;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T beta;
+    template <class V> DLGRAPH_HD V operator()(V a) const { return a / (V(1) + vm::exp(-(V(beta) * a))); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        const V sg = V(1) / (V(1) + vm::exp(-(V(beta) * x)));
+        const V out = x * sg;
+        return dout * (V(beta) * out + sg * (V(1) - V(beta) * out));
+    }
+};
+
 // x * s (a mean's 1/n, softmax's 1/sum).
 template <class T> struct scale_by_fn {
     T s;

@@ -155,6 +155,18 @@ DLGRAPH_HD inline T tanh(T a) noexcept { return std::tanh(a); }
 template <class T>
     requires std::is_floating_point_v<T>
 DLGRAPH_HD inline T sqrt(T a) noexcept { return std::sqrt(a); }
+// Further floating-point math (activations of issue 16): the C library's.
+#define DLGRAPH_VM_SCALAR(name) \
+    template <class T>          \
+        requires std::is_floating_point_v<T> \
+    DLGRAPH_HD inline T name(T a) noexcept { return std::name(a); }
+DLGRAPH_VM_SCALAR(erf)
+DLGRAPH_VM_SCALAR(sin)
+DLGRAPH_VM_SCALAR(cos)
+DLGRAPH_VM_SCALAR(floor)
+DLGRAPH_VM_SCALAR(ceil)
+DLGRAPH_VM_SCALAR(round)
+#undef DLGRAPH_VM_SCALAR
 template <class T>
     requires std::is_arithmetic_v<T>
 DLGRAPH_HD inline T pow(T a, T b) noexcept {
@@ -203,6 +215,17 @@ template <class T, int W> inline vec<T, W> tanh(const vec<T, W>& a) noexcept {
 template <class T, int W> inline vec<T, W> sqrt(const vec<T, W>& a) noexcept {
     return vec<T, W>::map(a, a, [](T x, T) { return std::sqrt(x); });
 }
+#define DLGRAPH_VM_PORTABLE(name)                                        \
+    template <class T, int W> inline vec<T, W> name(const vec<T, W>& a) noexcept { \
+        return vec<T, W>::map(a, a, [](T x, T) { return std::name(x); });            \
+    }
+DLGRAPH_VM_PORTABLE(erf)
+DLGRAPH_VM_PORTABLE(sin)
+DLGRAPH_VM_PORTABLE(cos)
+DLGRAPH_VM_PORTABLE(floor)
+DLGRAPH_VM_PORTABLE(ceil)
+DLGRAPH_VM_PORTABLE(round)
+#undef DLGRAPH_VM_PORTABLE
 template <class T, int W> inline vec<T, W> pow(const vec<T, W>& a, const vec<T, W>& b) noexcept {
     return vec<T, W>::map(a, b, [](T x, T y) { return std::pow(x, y); });
 }
@@ -237,6 +260,15 @@ template <class T, class A> inline xsimd::batch<T, A> exp(const xsimd::batch<T, 
 template <class T, class A> inline xsimd::batch<T, A> log(const xsimd::batch<T, A>& a) noexcept { return xsimd::log(a); }
 template <class T, class A> inline xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& a) noexcept { return xsimd::tanh(a); }
 template <class T, class A> inline xsimd::batch<T, A> sqrt(const xsimd::batch<T, A>& a) noexcept { return xsimd::sqrt(a); }
+#define DLGRAPH_VM_XSIMD(name) \
+    template <class T, class A> inline xsimd::batch<T, A> name(const xsimd::batch<T, A>& a) noexcept { return xsimd::name(a); }
+DLGRAPH_VM_XSIMD(erf)
+DLGRAPH_VM_XSIMD(sin)
+DLGRAPH_VM_XSIMD(cos)
+DLGRAPH_VM_XSIMD(floor)
+DLGRAPH_VM_XSIMD(ceil)
+DLGRAPH_VM_XSIMD(round)  // half away from zero, as std::round
+#undef DLGRAPH_VM_XSIMD
 template <class T, class A> inline xsimd::batch<T, A> pow(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) noexcept {
     return xsimd::pow(a, b);
 }

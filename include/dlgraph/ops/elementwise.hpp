@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/op.hpp"
@@ -124,8 +125,11 @@ inline void same_as_x_infer(const InferContext& c) { c.set(0, c.dtype(0), c.shap
 // grad_reads_out), as Paddle's grad ops do: a gradient of Out alone (relu's)
 // is not passed X, which then dies with the forward pass (a `relu(h + b)`
 // chain fuses in training too).
-template <class Fn> OpDef elementwise_unary_def(std::string_view type, std::string_view grad_type, std::string_view doc) {
-    OpDef d{type, {{"X"}}, {{"Out"}}, {}, &same_as_x_infer};
+// `attrs`: its attributes, which its grad op takes too.
+template <class Fn>
+OpDef elementwise_unary_def(std::string_view type, std::string_view grad_type, std::string_view doc,
+                            std::vector<AttrDef> attrs = {}) {
+    OpDef d{type, {{"X"}}, {{"Out"}}, std::move(attrs), &same_as_x_infer};
     d.doc = doc;
     if (Fn::grad_reads_out) d.grad_spec = {grad_type, {}, {"Out"}, {"X"}};
     else d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
@@ -144,8 +148,8 @@ struct elementwise_unary_grad {
         check_grad_shape(c, c.shape(ref), DOut, "Out@GRAD");
         c.set(0, c.dtype(ref), c.shape(ref));
     }
-    static OpDef make(std::string_view type, bool x_optional = false) {
-        OpDef d{type, {{"X", false, x_optional}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &infer};
+    static OpDef make(std::string_view type, bool x_optional = false, std::vector<AttrDef> attrs = {}) {
+        OpDef d{type, {{"X", false, x_optional}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, std::move(attrs), &infer};
         d.kernel_slot = DOut;
         d.doc = "X@GRAD = Out@GRAD * d(Out)/d(X)";
         return d;
@@ -160,6 +164,75 @@ inline OpDef log_def() { return elementwise_unary_def<kernels::log_fn>("log", "l
 inline OpDef sqrt_def() { return elementwise_unary_def<kernels::sqrt_fn>("sqrt", "sqrt_grad", "Out = sqrt(X)"); }
 inline OpDef abs_def() { return elementwise_unary_def<kernels::abs_fn>("abs", "abs_grad", "Out = |X|"); }
 inline OpDef square_def() { return elementwise_unary_def<kernels::square_fn>("square", "square_grad", "Out = X * X"); }
+
+inline OpDef softsign_def() { return elementwise_unary_def<kernels::softsign_fn>("softsign", "softsign_grad", "Out = X / (1 + |X|)"); }
+inline OpDef sin_def() { return elementwise_unary_def<kernels::sin_fn>("sin", "sin_grad", "Out = sin(X)"); }
+inline OpDef cos_def() { return elementwise_unary_def<kernels::cos_fn>("cos", "cos_grad", "Out = cos(X)"); }
+inline OpDef reciprocal_def() {
+    return elementwise_unary_def<kernels::reciprocal_fn>("reciprocal", "reciprocal_grad", "Out = 1 / X");
+}
+inline OpDef rsqrt_def() { return elementwise_unary_def<kernels::rsqrt_fn>("rsqrt", "rsqrt_grad", "Out = 1 / sqrt(X)"); }
+inline OpDef floor_def() {
+    return elementwise_unary_def<kernels::floor_fn>("floor", "floor_grad", "Out = floor(X) (gradient 0)");
+}
+inline OpDef ceil_def() { return elementwise_unary_def<kernels::ceil_fn>("ceil", "ceil_grad", "Out = ceil(X) (gradient 0)"); }
+inline OpDef round_def() {
+    return elementwise_unary_def<kernels::round_fn>("round", "round_grad",
+                                                    "Out = X rounded, halves away from zero (gradient 0)");
+}
+inline OpDef sign_def() {
+    return elementwise_unary_def<kernels::sign_fn>("sign", "sign_grad", "Out = 1, -1 or X for 0 and NaN (gradient 0)");
+}
+
+// ---- activations with attributes (Paddle's names and defaults) ----------------------------
+
+inline AttrDef float_attr(std::string_view name, double v) { return {name, Attribute::make_float(std::string(name), v)}; }
+
+inline std::vector<AttrDef> gelu_attrs() { return {{"approximate", Attribute::make_bool("approximate", false)}}; }
+inline std::vector<AttrDef> leaky_relu_attrs() { return {float_attr("alpha", 0.02)}; }
+inline std::vector<AttrDef> elu_attrs() { return {float_attr("alpha", 1.0)}; }
+inline std::vector<AttrDef> relu6_attrs() { return {float_attr("threshold", 6.0)}; }
+inline std::vector<AttrDef> hard_sigmoid_attrs() { return {float_attr("slope", 0.2), float_attr("offset", 0.5)}; }
+inline std::vector<AttrDef> hard_swish_attrs() {
+    return {float_attr("threshold", 6.0), float_attr("scale", 6.0), float_attr("offset", 3.0)};
+}
+inline std::vector<AttrDef> softplus_attrs() { return {float_attr("beta", 1.0), float_attr("threshold", 20.0)}; }
+inline std::vector<AttrDef> swish_attrs() { return {float_attr("beta", 1.0)}; }
+
+inline OpDef gelu_def() {
+    return elementwise_unary_def<kernels::gelu_fn>("gelu", "gelu_grad",
+                                                   "Out = X * Phi(X), Phi the normal CDF (approximate: its tanh form)",
+                                                   gelu_attrs());
+}
+inline OpDef leaky_relu_def() {
+    return elementwise_unary_def<kernels::leaky_relu_fn<float>>("leaky_relu", "leaky_relu_grad",
+                                                                "Out = X < 0 ? alpha * X : X", leaky_relu_attrs());
+}
+inline OpDef elu_def() {
+    return elementwise_unary_def<kernels::elu_fn<float>>("elu", "elu_grad", "Out = X < 0 ? alpha * (exp(X) - 1) : X",
+                                                         elu_attrs());
+}
+inline OpDef relu6_def() {
+    return elementwise_unary_def<kernels::relu6_fn<float>>("relu6", "relu6_grad", "Out = min(max(X, 0), threshold)",
+                                                           relu6_attrs());
+}
+inline OpDef hard_sigmoid_def() {
+    return elementwise_unary_def<kernels::hard_sigmoid_fn<float>>(
+        "hard_sigmoid", "hard_sigmoid_grad", "Out = min(max(slope * X + offset, 0), 1)", hard_sigmoid_attrs());
+}
+inline OpDef hard_swish_def() {
+    return elementwise_unary_def<kernels::hard_swish_fn<float>>(
+        "hard_swish", "hard_swish_grad", "Out = X * min(max(X + offset, 0), threshold) / scale", hard_swish_attrs());
+}
+inline OpDef softplus_def() {
+    return elementwise_unary_def<kernels::softplus_fn<float>>(
+        "softplus", "softplus_grad", "Out = log(1 + exp(beta * X)) / beta, or X where beta * X > threshold",
+        softplus_attrs());
+}
+inline OpDef swish_def() {
+    return elementwise_unary_def<kernels::swish_fn<float>>("swish", "swish_grad", "Out = X * sigmoid(beta * X)",
+                                                           swish_attrs());
+}
 
 // ---- scale and assign ----------------------------------------------------------------
 
@@ -206,6 +279,46 @@ inline OpDef log_grad_def() { return elementwise_unary_grad::make("log_grad", ke
 inline OpDef sqrt_grad_def() { return elementwise_unary_grad::make("sqrt_grad", kernels::sqrt_fn::grad_reads_out); }
 inline OpDef abs_grad_def() { return elementwise_unary_grad::make("abs_grad", kernels::abs_fn::grad_reads_out); }
 inline OpDef square_grad_def() { return elementwise_unary_grad::make("square_grad", kernels::square_fn::grad_reads_out); }
+
+inline OpDef softsign_grad_def() { return elementwise_unary_grad::make("softsign_grad", kernels::softsign_fn::grad_reads_out); }
+inline OpDef sin_grad_def() { return elementwise_unary_grad::make("sin_grad", kernels::sin_fn::grad_reads_out); }
+inline OpDef cos_grad_def() { return elementwise_unary_grad::make("cos_grad", kernels::cos_fn::grad_reads_out); }
+inline OpDef reciprocal_grad_def() {
+    return elementwise_unary_grad::make("reciprocal_grad", kernels::reciprocal_fn::grad_reads_out);
+}
+inline OpDef rsqrt_grad_def() { return elementwise_unary_grad::make("rsqrt_grad", kernels::rsqrt_fn::grad_reads_out); }
+inline OpDef floor_grad_def() { return elementwise_unary_grad::make("floor_grad", kernels::floor_fn::grad_reads_out); }
+inline OpDef ceil_grad_def() { return elementwise_unary_grad::make("ceil_grad", kernels::ceil_fn::grad_reads_out); }
+inline OpDef round_grad_def() { return elementwise_unary_grad::make("round_grad", kernels::round_fn::grad_reads_out); }
+inline OpDef sign_grad_def() { return elementwise_unary_grad::make("sign_grad", kernels::sign_fn::grad_reads_out); }
+inline OpDef gelu_grad_def() {
+    return elementwise_unary_grad::make("gelu_grad", kernels::gelu_fn::grad_reads_out, gelu_attrs());
+}
+inline OpDef leaky_relu_grad_def() {
+    return elementwise_unary_grad::make("leaky_relu_grad", kernels::leaky_relu_fn<float>::grad_reads_out,
+                                        leaky_relu_attrs());
+}
+inline OpDef elu_grad_def() {
+    return elementwise_unary_grad::make("elu_grad", kernels::elu_fn<float>::grad_reads_out, elu_attrs());
+}
+inline OpDef relu6_grad_def() {
+    return elementwise_unary_grad::make("relu6_grad", kernels::relu6_fn<float>::grad_reads_out, relu6_attrs());
+}
+inline OpDef hard_sigmoid_grad_def() {
+    return elementwise_unary_grad::make("hard_sigmoid_grad", kernels::hard_sigmoid_fn<float>::grad_reads_out,
+                                        hard_sigmoid_attrs());
+}
+inline OpDef hard_swish_grad_def() {
+    return elementwise_unary_grad::make("hard_swish_grad", kernels::hard_swish_fn<float>::grad_reads_out,
+                                        hard_swish_attrs());
+}
+inline OpDef softplus_grad_def() {
+    return elementwise_unary_grad::make("softplus_grad", kernels::softplus_fn<float>::grad_reads_out,
+                                        softplus_attrs());
+}
+inline OpDef swish_grad_def() {
+    return elementwise_unary_grad::make("swish_grad", kernels::swish_fn<float>::grad_reads_out, swish_attrs());
+}
 
 inline OpDef elementwise_add_grad_def() {
     return elementwise_binary_grad::make("elementwise_add_grad", !binary_grad_reads_out<kernels::add_fn>);

@@ -32,7 +32,12 @@
     X(reduce_mean_grad) X(reduce_max_grad) X(sgd) X(momentum) X(adam) X(memcpy_h2d) X(memcpy_d2h)             \
     X(conv2d) X(depthwise_conv2d) X(conv2d_grad) X(depthwise_conv2d_grad) X(pool2d) X(pool2d_grad)             \
     X(flatten_contiguous_range) X(flatten_contiguous_range_grad) X(batch_norm) X(batch_norm_grad)    \
-    X(dropout) X(dropout_grad) X(increment)
+    X(dropout) X(dropout_grad) X(increment)                                                                   \
+    X(softsign) X(sin) X(cos) X(reciprocal) X(rsqrt) X(floor) X(ceil) X(round) X(sign) X(gelu) X(leaky_relu)    \
+    X(elu) X(relu6) X(hard_sigmoid) X(hard_swish) X(softplus) X(swish)                                          \
+    X(softsign_grad) X(sin_grad) X(cos_grad) X(reciprocal_grad) X(rsqrt_grad) X(floor_grad) X(ceil_grad)        \
+    X(round_grad) X(sign_grad) X(gelu_grad) X(leaky_relu_grad) X(elu_grad) X(relu6_grad) X(hard_sigmoid_grad)  \
+    X(hard_swish_grad) X(softplus_grad) X(swish_grad)
 
 namespace dlgraph {
 
