@@ -134,4 +134,4 @@ BENCHMARK(BM_cnn_train_step_dlgraph)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-DLGRAPH_BENCH_MAIN_WITHOUT_CORETYPE()
+DLGRAPH_BENCH_MAIN_BEST_REFERENCE()

@@ -129,4 +129,4 @@ BENCHMARK(BM_train_openblas)->Apply(train_shapes);
 
 }  // namespace
 
-DLGRAPH_BENCH_MAIN_WITHOUT_CORETYPE()
+DLGRAPH_BENCH_MAIN_BEST_REFERENCE()

@@ -91,4 +91,4 @@ BENCHMARK(BM_mlp_forward_repacking)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-DLGRAPH_BENCH_MAIN_WITHOUT_CORETYPE()
+DLGRAPH_BENCH_MAIN_BEST_REFERENCE()
