@@ -184,7 +184,10 @@ private:
     std::string part_name(const OpDef& def, const OpDesc& op, std::string_view slot, std::size_t k) {
         for (auto n : def.no_grad_inputs)
             if (n == slot) return "";
-        const std::string& a = op.input(slot)->arguments[k];
+        // A slot the op does not use (an optional input left out) has no gradient.
+        const OpSlot* in = op.input(slot);
+        if (!in || k >= in->arguments.size()) return "";
+        const std::string& a = in->arguments[k];
         if (!flow_.wanted.count(a)) return "";
         auto& parts = pending_[a];
         std::string name = flow_.contributions.at(a) == 1 ? grad_var_name(a)

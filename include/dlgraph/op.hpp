@@ -184,7 +184,8 @@ inline std::string grad_var_name(std::string_view v) { return std::string(v) + "
 // ("" when no gradient is wanted for it).
 struct GradRequest {
     const OpDesc& fwd;
-    // grad_name(slot, k): where the gradient of input k of `slot` goes, or "".
+    // grad_name(slot, k): where the gradient of input k of `slot` goes, or ""
+    // (not wanted, or no such input: an optional slot left out).
     std::function<std::string(std::string_view slot, std::size_t k)> grad_name;
     // out_grad(slot, k): the (final) gradient of forward output k of `slot`.
     std::function<std::string(std::string_view slot, std::size_t k)> out_grad;
