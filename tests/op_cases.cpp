@@ -1393,6 +1393,56 @@ void norm_cases(case_list& out) {
     }
 }
 
+void layer_norm_cases(case_list& out) {
+    struct ln_v {
+        const char* name;
+        DataType t;
+        Shape x;
+        int axis;
+        bool scale, bias;
+        std::vector<Attribute> at;
+    };
+    const std::vector<ln_v> vs = {
+        {"rows_7x33", FP32, {7, 33}, 1, true, true, {}},
+        {"axis2_no_scale_2x3x5", FP64, {2, 3, 5}, 2, false, true, {a_int("begin_norm_axis", 2)}},
+        {"axis1_rank3_eps_2x3x4", FP64, {2, 3, 4}, 1, true, false, {a_float("epsilon", 1e-3)}},
+        {"no_params_5x1", FP32, {5, 1}, 1, false, false, {}},
+        {"large_300x260", FP32, {300, 260}, 1, true, true, {}},
+    };
+    for (const ln_v& v : vs) {
+        std::int64_t left = 1, right = 1;
+        for (int i = 0; i < v.x.rank(); ++i) (i < v.axis ? left : right) *= v.x[i];
+        auto params = [&](case_builder& cb, DataType t, slots& ins) {
+            if (v.scale) {
+                cb.in("scale", t, {right}, uni(0.5, 2));
+                ins.push_back({"Scale", {"scale"}});
+            }
+            if (v.bias) {
+                cb.in("bias", t, {right}, uni(-1, 1));
+                ins.push_back({"Bias", {"bias"}});
+            }
+        };
+        case_builder cb(case_name("layer_norm", v.t, v.name));
+        cb.in("x", v.t, v.x, uni(-2, 3));
+        slots ins{{"X", {"x"}}};
+        params(cb, v.t, ins);
+        cb.op("layer_norm", ins, {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}}, v.at);
+        out.push_back(cb.done());
+
+        const DataType tg = v.t == FP32 ? FP64 : FP32;
+        case_builder g(case_name("layer_norm_grad", tg, v.name));
+        g.in("x", tg, v.x, uni(-2, 3)).in("mean", tg, {left}, uni(-0.5, 1)).in("var", tg, {left}, uni(0.5, 2));
+        g.in("y@GRAD", tg, v.x, uni(-1, 1));
+        slots gins{{"X", {"x"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}, {"Y@GRAD", {"y@GRAD"}}};
+        params(g, tg, gins);
+        slots gouts{{"X@GRAD", {"x@GRAD"}}};
+        if (v.scale) gouts.push_back({"Scale@GRAD", {"scale@GRAD"}});
+        gouts.push_back({"Bias@GRAD", {"bias@GRAD"}});
+        g.op("layer_norm_grad", gins, gouts, v.at);
+        out.push_back(g.done());
+    }
+}
+
 void dropout_cases(case_list& out) {
     auto attrs = [](double prob, bool upscale, bool test) {
         return std::vector<Attribute>{a_float("dropout_prob", prob), a_bool("fix_seed", true), a_int("seed", 17),
@@ -1444,6 +1494,7 @@ std::vector<op_case> all_op_cases() {
     unary_cases(out);
     unary_grad_cases(out);
     activation_attr_cases(out);
+    layer_norm_cases(out);
     scale_assign_cases(out);
     fill_cases(out);
     mul_cases(out);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "dlgraph/autodiff.hpp"
@@ -651,6 +652,55 @@ template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& 
                               Attribute::make_bool("use_global_stats", o.use_global_stats)},
                              &names, updates);
     return Var<T>(st, names[0][0], idx);
+}
+
+// Layer normalization of x (Paddle's layer_norm): each row of x seen as
+// [left, right], split at begin_norm_axis, by its own mean and biased
+// variance, then times `scale` and plus `bias` ([right] each, both
+// optional). Returns Y; the op also writes the Mean and Variance its
+// gradient reads.
+template <element_type T>
+Var<T> layer_norm(const Var<T>& x, const std::optional<Var<std::type_identity_t<T>>>& scale,
+                  const std::optional<Var<std::type_identity_t<T>>>& bias, int begin_norm_axis = 1,
+                  double epsilon = 1e-5) {
+    std::vector<SlotInput> ins{{"X", x}};
+    auto st = detail::state_of(x);
+    for (const auto& [slot, v] : {std::pair{"Scale", &scale}, std::pair{"Bias", &bias}})
+        if (*v) {
+            st = detail::same_program("layer_norm", x, **v);
+            ins.push_back({slot, **v});
+        }
+    Program p(st);
+    std::vector<OpSlot> slots;
+    for (auto& in : ins) slots.push_back({in.slot, in.names});
+    std::vector<std::vector<std::string>> names;
+    const int idx = p.append("layer_norm", slots, {{"Y", 1}, {"Mean", 1}, {"Variance", 1}},
+                             {Attribute::make_float("epsilon", epsilon), Attribute::make_int("begin_norm_axis", begin_norm_axis)},
+                             &names);
+    return Var<T>(st, names[0][0], idx);
+}
+
+struct LayerNorm {
+    int begin_norm_axis = 1;  // normalize over the dims from this one on
+    double epsilon = 1e-5;
+    bool scale = true, bias = true;  // with the trainable NAME.scale (1) and NAME.bias (0)
+};
+
+// The same with its parameters NAME.scale and NAME.bias created (or shared)
+// by name; the dims from begin_norm_axis on must be known.
+template <element_type T> Var<T> layer_norm(const Var<T>& x, const std::string& name, const LayerNorm& o = {}) {
+    Program p(detail::state_of(x));
+    const Shape xs = x.shape();
+    std::int64_t right = 1;
+    for (int i = std::max(o.begin_norm_axis, 0); i < xs.rank(); ++i) right = xs[i] < 0 || right < 0 ? -1 : right * xs[i];
+    if (o.begin_norm_axis < 1 || o.begin_norm_axis >= xs.rank() || right < 0)
+        throw shape_error("dlgraph.shape.layer_norm", "layer_norm '" + name + "': X is " + to_string(xs) +
+                                                          ": begin_norm_axis " + std::to_string(o.begin_norm_axis) +
+                                                          " must be in [1, rank) with the dims from it known");
+    std::optional<Var<T>> scale, bias;
+    if (o.scale) scale = detail::shared_parameter<T>(p, name + ".scale", Shape{right}, init::constant(1), true);
+    if (o.bias) bias = detail::shared_parameter<T>(p, name + ".bias", Shape{right}, init::constant(0), true);
+    return layer_norm(x, scale, bias, o.begin_norm_axis, o.epsilon);
 }
 
 struct Dropout {

@@ -121,6 +121,65 @@ struct batch_norm_grad_op : ops::batch_norm_grad_op {
     }
 };
 
+// Rows [0, rows) of a layer norm, split over the pool in runs of whole
+// rows (each row's result depends only on the row).
+template <class F> void each_row(std::int64_t rows, std::int64_t n, F f) {
+    if (rows <= 0) return;
+    const int tasks = static_cast<int>(std::clamp<std::int64_t>(rows * n / (1 << 15), 1, std::min<std::int64_t>(rows, 64)));
+    parallel_for(tasks, [&](int t) {
+        for (std::int64_t r = rows * t / tasks, e = rows * (t + 1) / tasks; r < e; ++r) f(r);
+    });
+}
+
+struct layer_norm_op : ops::layer_norm_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const std::int64_t a = c.attr(begin_norm_axis).i;
+        const std::int64_t rows = ops::dim_product(x.shape(), 0, static_cast<int>(a));
+        const std::int64_t n = ops::dim_product(x.shape(), static_cast<int>(a), x.rank());
+        const T* xp = x.data<T>();
+        T* y = c.out(Y).data<T>();
+        const T* scale = c.in_count(Scale) ? c.in(Scale).data<T>() : nullptr;
+        const T* bias = c.in_count(Bias) ? c.in(Bias).data<T>() : nullptr;
+        T* mean = c.out_count(Mean) ? c.out(Mean).data<T>() : nullptr;
+        T* var = c.out_count(Variance) ? c.out(Variance).data<T>() : nullptr;
+        const double eps = c.attr(epsilon).f;
+        each_row(rows, n, [&](std::int64_t r) {
+            T m, v;
+            kernels::layer_norm_row(xp + r * n, y + r * n, n, scale, bias, eps, m, v);
+            if (mean) mean[r] = m;
+            if (var) var[r] = v;
+        });
+    }
+};
+
+struct layer_norm_grad_op : ops::layer_norm_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const std::int64_t a = c.attr(begin_norm_axis).i;
+        const std::int64_t rows = ops::dim_product(x.shape(), 0, static_cast<int>(a));
+        const std::int64_t n = ops::dim_product(x.shape(), static_cast<int>(a), x.rank());
+        const T* xp = x.data<T>();
+        const T* dy = c.in(DY).data<T>();
+        const T* scale = c.in_count(Scale) ? c.in(Scale).data<T>() : nullptr;
+        const T* mean = c.in(Mean).data<T>();
+        const T* var = c.in(Variance).data<T>();
+        const double eps = c.attr(epsilon).f;
+        if (c.out_count(DX)) {
+            T* dx = c.out(DX).data<T>();
+            each_row(rows, n, [&](std::int64_t r) {
+                kernels::layer_norm_dx_row(xp + r * n, dy + r * n, scale, mean[r], var[r], eps, dx + r * n, n);
+            });
+        }
+        T* ds = c.out_count(DScale) ? c.out(DScale).data<T>() : nullptr;
+        T* db = c.out_count(DBias) ? c.out(DBias).data<T>() : nullptr;
+        if (ds || db) kernels::layer_norm_param_grads(xp, dy, mean, var, eps, ds, db, rows, n);
+    }
+};
+
+inline void layer_norm_kernels(OpDef& d) { d.kernels = cpu_kernels<layer_norm_op, float, double>(); }
+inline void layer_norm_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<layer_norm_grad_op, float, double>(); }
+
 inline void batch_norm_kernels(OpDef& d) { d.kernels = cpu_kernels<batch_norm_op, float, double>(); }
 inline void batch_norm_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<batch_norm_grad_op, float, double>(); }
 

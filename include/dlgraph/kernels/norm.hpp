@@ -83,4 +83,66 @@ inline void batch_norm_dx(const T* x, const T* dy, T* dx, const channel& ch, T m
     for_each_in_channel(ch, [&](std::int64_t k) { dx[k] = a * (dy[k] - mean_dy - (x[k] - mean) * c); });
 }
 
+// ---- layer normalization: rows of n contiguous elements ----------------------
+//
+// Each row by itself (Paddle's layer_norm: X seen as [left, n], n the product
+// of the dims from begin_norm_axis on), its moments by channel_moments, so a
+// row's results depend on nothing but the row.
+
+// y = (x - mean) / sqrt(var + eps) * scale + bias over one row (scale, bias:
+// n values each, or null); mean and var: the row's mean and biased variance.
+template <class T>
+inline void layer_norm_row(const T* x, T* y, std::int64_t n, const T* scale, const T* bias, double eps, T& mean,
+                           T& var) noexcept {
+    double m = 0, v = 0;
+    channel_moments(x, channel{1, n, n}, m, v);
+    const T mt = static_cast<T>(m), rstd = static_cast<T>(1.0 / std::sqrt(v + eps));
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T h = (x[i] - mt) * rstd;
+        y[i] = (scale ? h * scale[i] : h) + (bias ? bias[i] : T(0));
+    }
+    mean = mt;
+    var = static_cast<T>(v);
+}
+
+// dx of one row: rstd * (g - mean(g) - (x - mean) * rstd^2 * mean(g * (x -
+// mean))) with g = dy * scale (dy without Scale), rstd = 1 / sqrt(var + eps).
+template <class T>
+inline void layer_norm_dx_row(const T* x, const T* dy, const T* scale, T mean, T var, double eps, T* dx,
+                              std::int64_t n) noexcept {
+    if (n == 0) return;
+    const channel ch{1, n, n};
+    const double m = static_cast<double>(mean);
+    auto g = [&](std::int64_t k) { return static_cast<double>(dy[k]) * (scale ? static_cast<double>(scale[k]) : 1.0); };
+    const double sum_g = channel_sum(ch, g);
+    const double sum_gx = channel_sum(ch, [&](std::int64_t k) { return g(k) * (static_cast<double>(x[k]) - m); });
+    const double rstd = 1.0 / std::sqrt(static_cast<double>(var) + eps), nd = static_cast<double>(n);
+    const T r = static_cast<T>(rstd), mean_g = static_cast<T>(sum_g / nd);
+    const T c = static_cast<T>(rstd * rstd * sum_gx / nd);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T gi = scale ? dy[i] * scale[i] : dy[i];
+        dx[i] = r * (gi - mean_g - (x[i] - mean) * c);
+    }
+}
+
+// Scale@GRAD and Bias@GRAD (either may be null): over the rows in order,
+// dscale[i] += dy * (x - mean) * rstd and dbias[i] += dy, from 0.
+template <class T>
+inline void layer_norm_param_grads(const T* x, const T* dy, const T* mean, const T* var, double eps, T* dscale,
+                                   T* dbias, std::int64_t rows, std::int64_t n) noexcept {
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (dscale) dscale[i] = T(0);
+        if (dbias) dbias[i] = T(0);
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * n;
+        const T* dr = dy + r * n;
+        const T mr = mean[r], rstd = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var[r]) + eps));
+        if (dscale)
+            for (std::int64_t i = 0; i < n; ++i) dscale[i] += dr[i] * ((xr[i] - mr) * rstd);
+        if (dbias)
+            for (std::int64_t i = 0; i < n; ++i) dbias[i] += dr[i];
+    }
+}
+
 }  // namespace dlgraph::kernels

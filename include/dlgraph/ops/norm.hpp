@@ -156,4 +156,132 @@ inline OpDef batch_norm_grad_def() {
     return d;
 }
 
+// ---- layer_norm ---------------------------------------------------------------------
+
+// Paddle's layer_norm: X seen as [left, right] split at begin_norm_axis;
+// each row normalized by its own mean and biased variance, then times Scale
+// and plus Bias (each optional, [right]). Mean and Variance ([left]) are
+// what the gradient reads.
+struct layer_norm_op {
+    enum { X = 0, Scale = 1, Bias = 2 };
+    enum { Y = 0, Mean = 1, Variance = 2 };
+    enum { epsilon = 0, begin_norm_axis = 1 };
+
+    // Checks X, the axis and the slots `per_row` ([right] each); returns
+    // {left, right} (-1 where unknown).
+    static std::pair<std::int64_t, std::int64_t> check(const InferContext& c, int x, int axis_attr,
+                                                       std::initializer_list<int> per_row) {
+        c.dtype_in(x, {DataType::FP32, DataType::FP64});
+        const Shape& xs = c.shape(x);
+        const std::int64_t a = c.attr(axis_attr).i;
+        if (a < 1 || a >= xs.rank())
+            c.fail("dlgraph.shape.layer_norm", "X is " + to_string(xs) + ": begin_norm_axis must be in [1, " +
+                                                   std::to_string(xs.rank()) + "), not " + std::to_string(a));
+        const double eps = c.attr(epsilon).f;  // compared as Paddle's float, as batch_norm's
+        if (!(eps >= 0 && static_cast<float>(eps) <= 1e-3f))
+            c.fail("dlgraph.shape.layer_norm", "epsilon must be in [0, 0.001] (Paddle's range), not " + std::to_string(eps));
+        auto product = [&](int b, int e) {
+            std::int64_t p = 1;
+            for (int i = b; i < e; ++i) {
+                if (xs[i] < 0) return std::int64_t(-1);
+                p *= xs[i];
+            }
+            return p;
+        };
+        const std::int64_t left = product(0, static_cast<int>(a)), right = product(static_cast<int>(a), xs.rank());
+        for (int s : per_row) {
+            if (!c.in_count(s)) continue;
+            const Shape& ss = c.shape(s);
+            if (ss.rank() != 1 || !dims_agree(ss[0], right))
+                c.fail("dlgraph.shape.layer_norm", c.slot_name(s) + " is " + to_string(ss) + " but X is " + to_string(xs) +
+                                                       " normalized from dim " + std::to_string(a) + ": it must be [" +
+                                                       std::to_string(right) + "]");
+            if (c.dtype(s) != c.dtype(x))
+                c.fail_type(c.slot_name(s) + " is " + to_string(c.dtype(s)) + " but X is " + to_string(c.dtype(x)));
+        }
+        return {left, right};
+    }
+
+    static void infer(const InferContext& c) {
+        const auto [left, right] = check(c, X, begin_norm_axis, {Scale, Bias});
+        (void)right;
+        c.set(Y, c.dtype(X), c.shape(X));
+        if (c.out_count(Mean)) c.set(Mean, c.dtype(X), Shape{left});
+        if (c.out_count(Variance)) c.set(Variance, c.dtype(X), Shape{left});
+    }
+};
+
+inline std::vector<AttrDef> layer_norm_attrs() {
+    return {{"epsilon", Attribute::make_float("epsilon", 1e-5)},
+            {"begin_norm_axis", Attribute::make_int("begin_norm_axis", 1)}};
+}
+
+inline OpDef layer_norm_def() {
+    OpDef d{"layer_norm",
+            {{"X"}, {"Scale", false, true}, {"Bias", false, true}},
+            {{"Y"}, {"Mean", false, true}, {"Variance", false, true}},
+            layer_norm_attrs(),
+            &layer_norm_op::infer};
+    d.doc = "Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias over the dims from begin_norm_axis, per row";
+    // Paddle's grad op reads X, Scale, Mean, Variance and Y@GRAD.
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0), ds = r.grad_name("Scale", 0), db = r.grad_name("Bias", 0);
+        if (dx.empty() && ds.empty() && db.empty()) return {};
+        auto* mean = r.fwd.output("Mean");
+        auto* var = r.fwd.output("Variance");
+        if (!mean || mean->arguments.empty() || !var || var->arguments.empty())
+            throw graph_error("dlgraph.graph.grad", "layer_norm: its gradient needs the Mean and Variance outputs");
+        OpDesc g;
+        g.type = "layer_norm_grad";
+        g.set_input("X", r.fwd.input("X")->arguments);
+        if (auto* s = r.fwd.input("Scale"); s && !s->arguments.empty()) g.set_input("Scale", s->arguments);
+        g.set_input("Mean", mean->arguments).set_input("Variance", var->arguments);
+        g.set_input("Y@GRAD", {r.out_grad("Y", 0)});
+        if (!dx.empty()) g.set_output("X@GRAD", {dx});
+        if (!ds.empty()) g.set_output("Scale@GRAD", {ds});
+        if (!db.empty()) g.set_output("Bias@GRAD", {db});
+        g.attrs = r.fwd.attrs;
+        return {g};
+    };
+    return d;
+}
+
+// X, Scale, Bias (Paddle passes it; unread), Mean, Variance, Y@GRAD ->
+// X@GRAD, Scale@GRAD, Bias@GRAD (each when wanted).
+struct layer_norm_grad_op {
+    enum { X = 0, Scale = 1, Bias = 2, Mean = 3, Variance = 4, DY = 5 };
+    enum { DX = 0, DScale = 1, DBias = 2 };
+    enum { epsilon = 0, begin_norm_axis = 1 };
+
+    static void infer(const InferContext& c) {
+        const auto [left, right] = layer_norm_op::check(c, X, begin_norm_axis, {Scale, Bias});
+        for (int s : {static_cast<int>(Mean), static_cast<int>(Variance)}) {
+            const Shape& ss = c.shape(s);
+            if (ss.rank() != 1 || !dims_agree(ss[0], left))
+                c.fail("dlgraph.shape.layer_norm", c.slot_name(s) + " is " + to_string(ss) + " but X is " +
+                                                       to_string(c.shape(X)) + ": it must be [" + std::to_string(left) + "]");
+        }
+        const Shape& ds = c.shape(DY);
+        bool ok = ds.rank() == c.shape(X).rank();
+        for (int i = 0; ok && i < ds.rank(); ++i) ok = dims_agree(ds[i], c.shape(X)[i]);
+        if (!ok) c.fail("dlgraph.shape.grad", "Y@GRAD is " + to_string(ds) + " but X is " + to_string(c.shape(X)));
+        c.same_dtype({X, Mean, Variance, DY});
+        if (c.out_count(DScale) && !c.in_count(Scale))
+            c.fail("dlgraph.shape.layer_norm", "Scale@GRAD is wanted but the op has no Scale");
+        if (c.out_count(DX)) c.set(DX, c.dtype(X), c.shape(X));
+        if (c.out_count(DScale)) c.set(DScale, c.dtype(X), Shape{right});
+        if (c.out_count(DBias)) c.set(DBias, c.dtype(X), Shape{right});
+    }
+};
+
+inline OpDef layer_norm_grad_def() {
+    OpDef d{"layer_norm_grad",
+            {{"X"}, {"Scale", false, true}, {"Bias", false, true}, {"Mean"}, {"Variance"}, {"Y@GRAD"}},
+            {{"X@GRAD", false, true}, {"Scale@GRAD", false, true}, {"Bias@GRAD", false, true}},
+            layer_norm_attrs(),
+            &layer_norm_grad_op::infer};
+    d.doc = "X@GRAD, Scale@GRAD, Bias@GRAD of layer_norm";
+    return d;
+}
+
 }  // namespace dlgraph::ops
