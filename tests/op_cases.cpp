@@ -1237,6 +1237,18 @@ void chain_cases(case_list& out) {
         out.push_back(cb.done());
     }
     {
+        // Gradients of exp/sin/erf-based ops fused into one pass over Out@GRAD: the
+        // unfused kernels must give the fused bits, tail elements included.
+        case_builder cb("chain/FP32/sin_grad_cos_grad_softsign_grad_1023");
+        const Shape s{1023};
+        cb.in("x1", FP32, s, uni(-4, 4)).in("x2", FP32, s, uni(-4, 4)).in("x3", FP32, s, uni(-4, 4));
+        cb.in("o", FP32, s, uni(-1, 1)).in("d", FP32, s, uni(-1, 1));
+        cb.op("sin_grad", {{"X", {"x1"}}, {"Out", {"o"}}, {"Out@GRAD", {"d"}}}, {{"X@GRAD", {"g1"}}});
+        cb.op("cos_grad", {{"X", {"x2"}}, {"Out", {"o"}}, {"Out@GRAD", {"g1"}}}, {{"X@GRAD", {"g2"}}});
+        cb.op("softsign_grad", {{"X", {"x3"}}, {"Out", {"o"}}, {"Out@GRAD", {"g2"}}}, {{"X@GRAD", {"out"}}});
+        out.push_back(cb.done());
+    }
+    {
         // Large FP64 chain with a row operand of rank 2: threads and blocks of whole rows.
         case_builder cb("chain/FP64/sub_row_square_mul_exp_300x1031");
         const Shape s{300, 1031};

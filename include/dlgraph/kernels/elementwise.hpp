@@ -162,7 +162,9 @@ struct ceil_fn : zero_grad {
 struct round_fn : zero_grad {  // halves away from zero
     template <class V> DLGRAPH_HD V operator()(V a) const { return vm::round(a); }
 };
-struct sign_fn : zero_grad {  // 1, -1, or the input itself for 0, -0 and NaN
+// 1, -1, or the input itself for 0, -0 and NaN (NumPy's sign: a NaN stays
+// NaN; Eigen's, which Paddle uses, may give 0 for it).
+struct sign_fn : zero_grad {
     template <class V> DLGRAPH_HD V operator()(V a) const {
         return vm::select(a > V(0), V(1), vm::select(a < V(0), V(-1), a));
     }
@@ -235,6 +237,9 @@ template <class T> struct hard_sigmoid_fn {  // slope, offset
         return vm::select(out > V(0), vm::select(out < V(1), dout * V(slope), V(0)), V(0));
     }
 };
+// Its gradient is the forward's derivative: threshold / scale where x +
+// offset >= threshold. Paddle's HardSwishGradFunctor takes 1 there, which
+// agrees only when threshold == scale (the defaults).
 template <class T> struct hard_swish_fn {  // threshold, scale, offset
     static constexpr int params = 3;
     static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
@@ -344,7 +349,10 @@ template <class T, class F> inline void unary_loop_serial(std::int64_t n, const 
     for (; i < n; ++i) z[i] = f(x[i]);
 }
 
-// dx[i] = f.grad(x[i], y[i], dy[i]) for i < n (a unary op's gradient).
+// dx[i] = f.grad(x[i], y[i], dy[i]) for i < n (a unary op's gradient). The
+// tail goes through the vector form too (padded, as in unary_loop_serial):
+// a gradient of exp, sin, erf, ... then gives an element the same bits
+// wherever the loop ends (a fused chain ends its blocks elsewhere).
 template <class T, class F>
 inline void unary_grad_loop(std::int64_t n, const T* x, const T* y, const T* dy, T* dx, F f) noexcept {
     std::int64_t i = 0;
@@ -353,6 +361,15 @@ inline void unary_grad_loop(std::int64_t n, const T* x, const T* y, const T* dy,
         constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
         for (; i + W <= n; i += W)
             f.grad(B::load_unaligned(x + i), B::load_unaligned(y + i), B::load_unaligned(dy + i)).store_unaligned(dx + i);
+        if (i < n) {
+            alignas(64) T xt[W] = {}, yt[W] = {}, dt[W] = {}, zt[W];
+            std::copy(x + i, x + n, xt);
+            std::copy(y + i, y + n, yt);
+            std::copy(dy + i, dy + n, dt);
+            f.grad(B::load_aligned(xt), B::load_aligned(yt), B::load_aligned(dt)).store_aligned(zt);
+            std::copy(zt, zt + (n - i), dx + i);
+        }
+        return;
     }
     for (; i < n; ++i) dx[i] = f.grad(x[i], y[i], dy[i]);
 }
