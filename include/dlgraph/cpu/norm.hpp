@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "dlgraph/kernels/norm.hpp"
 #include "dlgraph/op.hpp"
@@ -131,12 +132,16 @@ template <class F> void each_row(std::int64_t rows, std::int64_t n, F f) {
     });
 }
 
+// X as layer_norm's rows: {rows, n}, split at begin_norm_axis.
+inline std::pair<std::int64_t, std::int64_t> rows_of(const Shape& x, std::int64_t begin_norm_axis) {
+    const int a = static_cast<int>(begin_norm_axis);
+    return {ops::dim_product(x, 0, a), ops::dim_product(x, a, x.rank())};
+}
+
 struct layer_norm_op : ops::layer_norm_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
-        const std::int64_t a = c.attr(begin_norm_axis).i;
-        const std::int64_t rows = ops::dim_product(x.shape(), 0, static_cast<int>(a));
-        const std::int64_t n = ops::dim_product(x.shape(), static_cast<int>(a), x.rank());
+        const auto [rows, n] = rows_of(x.shape(), c.attr(begin_norm_axis).i);
         const T* xp = x.data<T>();
         T* y = c.out(Y).data<T>();
         const T* scale = c.in_count(Scale) ? c.in(Scale).data<T>() : nullptr;
@@ -156,9 +161,7 @@ struct layer_norm_op : ops::layer_norm_op {
 struct layer_norm_grad_op : ops::layer_norm_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
-        const std::int64_t a = c.attr(begin_norm_axis).i;
-        const std::int64_t rows = ops::dim_product(x.shape(), 0, static_cast<int>(a));
-        const std::int64_t n = ops::dim_product(x.shape(), static_cast<int>(a), x.rank());
+        const auto [rows, n] = rows_of(x.shape(), c.attr(begin_norm_axis).i);
         const T* xp = x.data<T>();
         const T* dy = c.in(DY).data<T>();
         const T* scale = c.in_count(Scale) ? c.in(Scale).data<T>() : nullptr;

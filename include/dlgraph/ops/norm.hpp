@@ -13,6 +13,18 @@
 
 namespace dlgraph::ops {
 
+// The end of a norm's grad op (batch_norm's, layer_norm's): Y@GRAD in, the
+// wanted X, Scale and Bias gradients out, the forward op's attributes.
+inline OpDesc with_param_grads(OpDesc g, const GradRequest& r, const std::string& dx, const std::string& ds,
+                               const std::string& db) {
+    g.set_input("Y@GRAD", {r.out_grad("Y", 0)});
+    if (!dx.empty()) g.set_output("X@GRAD", {dx});
+    if (!ds.empty()) g.set_output("Scale@GRAD", {ds});
+    if (!db.empty()) g.set_output("Bias@GRAD", {db});
+    g.attrs = r.fwd.attrs;
+    return g;
+}
+
 struct batch_norm_op {
     enum { X = 0, Scale = 1, Bias = 2, Mean = 3, Variance = 4, MomentumTensor = 5 };
     enum { Y = 0, MeanOut = 1, VarianceOut = 2, SavedMean = 3, SavedVariance = 4, ReserveSpace = 5 };
@@ -98,12 +110,7 @@ inline OpDef batch_norm_def() {
         for (const char* slot : {"SavedMean", "SavedVariance"})
             if (auto* o = r.fwd.output(slot); o && !o->arguments.empty()) g.set_input(slot, o->arguments);
         for (const char* slot : {"Mean", "Variance"}) g.set_input(slot, r.fwd.input(slot)->arguments);
-        g.set_input("Y@GRAD", {r.out_grad("Y", 0)});
-        if (!dx.empty()) g.set_output("X@GRAD", {dx});
-        if (!ds.empty()) g.set_output("Scale@GRAD", {ds});
-        if (!db.empty()) g.set_output("Bias@GRAD", {db});
-        g.attrs = r.fwd.attrs;
-        return {g};
+        return {with_param_grads(std::move(g), r, dx, ds, db)};
     };
     return d;
 }
@@ -236,12 +243,7 @@ inline OpDef layer_norm_def() {
         g.set_input("X", r.fwd.input("X")->arguments);
         if (auto* s = r.fwd.input("Scale"); s && !s->arguments.empty()) g.set_input("Scale", s->arguments);
         g.set_input("Mean", mean->arguments).set_input("Variance", var->arguments);
-        g.set_input("Y@GRAD", {r.out_grad("Y", 0)});
-        if (!dx.empty()) g.set_output("X@GRAD", {dx});
-        if (!ds.empty()) g.set_output("Scale@GRAD", {ds});
-        if (!db.empty()) g.set_output("Bias@GRAD", {db});
-        g.attrs = r.fwd.attrs;
-        return {g};
+        return {with_param_grads(std::move(g), r, dx, ds, db)};
     };
     return d;
 }
