@@ -132,8 +132,12 @@ template <class F> void each_row(std::int64_t rows, std::int64_t n, F f) {
     });
 }
 
-// X as layer_norm's rows: {rows, n}, split at begin_norm_axis.
-inline std::pair<std::int64_t, std::int64_t> rows_of(const Shape& x, std::int64_t begin_norm_axis) {
+// X as layer_norm's rows, split at begin_norm_axis. A struct, not a pair: the
+// kernels' lambdas capture both, and clang 14 cannot capture structured bindings.
+struct Rows {
+    std::int64_t rows, n;
+};
+inline Rows rows_of(const Shape& x, std::int64_t begin_norm_axis) {
     const int a = static_cast<int>(begin_norm_axis);
     return {ops::dim_product(x, 0, a), ops::dim_product(x, a, x.rank())};
 }
@@ -141,7 +145,8 @@ inline std::pair<std::int64_t, std::int64_t> rows_of(const Shape& x, std::int64_
 struct layer_norm_op : ops::layer_norm_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
-        const auto [rows, n] = rows_of(x.shape(), c.attr(begin_norm_axis).i);
+        const Rows split = rows_of(x.shape(), c.attr(begin_norm_axis).i);
+        const std::int64_t rows = split.rows, n = split.n;
         const T* xp = x.data<T>();
         T* y = c.out(Y).data<T>();
         const T* scale = c.in_count(Scale) ? c.in(Scale).data<T>() : nullptr;
@@ -161,7 +166,8 @@ struct layer_norm_op : ops::layer_norm_op {
 struct layer_norm_grad_op : ops::layer_norm_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
-        const auto [rows, n] = rows_of(x.shape(), c.attr(begin_norm_axis).i);
+        const Rows split = rows_of(x.shape(), c.attr(begin_norm_axis).i);
+        const std::int64_t rows = split.rows, n = split.n;
         const T* xp = x.data<T>();
         const T* dy = c.in(DY).data<T>();
         const T* scale = c.in_count(Scale) ? c.in(Scale).data<T>() : nullptr;
