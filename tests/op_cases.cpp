@@ -248,6 +248,7 @@ std::string case_name(std::string_view op, DataType t, std::string_view variant)
 }
 
 Attribute a_int(const char* n, std::int64_t v) { return Attribute::make_int(n, v); }
+Attribute a_long(const char* n, std::int64_t v) { return Attribute::make_long(n, v); }
 Attribute a_float(const char* n, double v) { return Attribute::make_float(n, v); }
 Attribute a_bool(const char* n, bool v) { return Attribute::make_bool(n, v); }
 Attribute a_ints(const char* n, std::vector<std::int64_t> v) { return Attribute::make_ints(n, std::move(v)); }
@@ -710,6 +711,34 @@ void softmax_cases(case_list& out) {
     grad("rows_7x7", FP64, {7, 7}, -1);
     grad("axis1_strided_2x5x7", FP32, {2, 5, 7}, 1);
     grad("axis0_strided_5x3x20", FP64, {5, 3, 20}, 0);
+    grad("empty", FP32, {0, 5}, -1);
+}
+
+void log_softmax_cases(case_list& out) {
+    auto ls = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t axis, const gen& g) {
+        case_builder cb(case_name("log_softmax", t, variant));
+        std::vector<Attribute> at;
+        if (axis != -1) at.push_back(a_int("axis", axis));
+        cb.in("x", t, s, g).op("log_softmax", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    ls("rows_3x1023", FP32, {3, 1023}, -1, uni(-5, 5));
+    ls("rows_7x7", FP64, {7, 7}, -1, uni(-5, 5));
+    ls("axis1_strided_2x5x7", FP32, {2, 5, 7}, 1, uni(-5, 5));
+    ls("axis0_strided_5x3x20", FP64, {5, 3, 20}, 0, uni(-5, 5));
+    ls("large_logits", FP32, {4, 37}, -1, uni(-1000, 1000));
+    ls("empty", FP32, {0, 5}, -1, uni(-5, 5));
+
+    auto grad = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t axis) {
+        case_builder cb(case_name("log_softmax_grad", t, variant));
+        std::vector<Attribute> at;
+        if (axis != -1) at.push_back(a_int("axis", axis));
+        cb.in("out", t, s, uni(-6, 0)).in("out@GRAD", t, s, uni(-1, 1));
+        cb.op("log_softmax_grad", {{"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+        out.push_back(cb.done());
+    };
+    grad("rows_3x1023", FP32, {3, 1023}, -1);
+    grad("axis1_strided_2x5x7", FP64, {2, 5, 7}, 1);
     grad("empty", FP32, {0, 5}, -1);
 }
 
@@ -1455,6 +1484,42 @@ void layer_norm_cases(case_list& out) {
     }
 }
 
+void lookup_table_cases(case_list& out) {
+    struct lt_v {
+        const char* name;
+        bool v2;
+        DataType t, id_t;
+        std::int64_t rows, width;
+        Shape ids;
+        std::int64_t pad;
+    };
+    // Few rows against many ids: repeated ids, so the gradient adds rows up.
+    const std::vector<lt_v> vs = {
+        {"rows_10x16_ids_6x1", false, FP32, INT64, 10, 16, {6, 1}, -1},
+        {"padding_2_rows_5x3_ids_2x3x1", false, FP64, INT64, 5, 3, {2, 3, 1}, 2},
+        {"int32_ids_3x4_rows_7x33", true, FP32, INT32, 7, 33, {3, 4}, -1},
+        {"padding_0_rows_4x5_ids_9", true, FP64, INT64, 4, 5, {9}, 0},
+        {"empty_ids_0", true, FP32, INT64, 3, 4, {0}, -1},
+    };
+    for (const lt_v& v : vs) {
+        const std::string type = v.v2 ? "lookup_table_v2" : "lookup_table";
+        const std::vector<Attribute> at{a_long("padding_idx", v.pad)};
+        case_builder cb(case_name(type, v.t, v.name));
+        cb.in("w", v.t, {v.rows, v.width}, uni(-2, 2)).in("ids", v.id_t, v.ids, ints(0, v.rows - 1));
+        cb.op(type, {{"W", {"w"}}, {"Ids", {"ids"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+
+        Shape os;
+        for (int i = 0; i < v.ids.rank() - (v.v2 ? 0 : 1); ++i) os.push_back(v.ids[i]);
+        os.push_back(v.width);
+        case_builder g(case_name(type + "_grad", v.t, v.name));
+        g.in("w", v.t, {v.rows, v.width}, uni(-2, 2)).in("ids", v.id_t, v.ids, ints(0, v.rows - 1));
+        g.in("out@GRAD", v.t, os, uni(-1, 1));
+        g.op(type + "_grad", {{"W", {"w"}}, {"Ids", {"ids"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"W@GRAD", {"w@GRAD"}}}, at);
+        out.push_back(g.done());
+    }
+}
+
 void dropout_cases(case_list& out) {
     auto attrs = [](double prob, bool upscale, bool test) {
         return std::vector<Attribute>{a_float("dropout_prob", prob), a_bool("fix_seed", true), a_int("seed", 17),
@@ -1507,11 +1572,13 @@ std::vector<op_case> all_op_cases() {
     unary_grad_cases(out);
     activation_attr_cases(out);
     layer_norm_cases(out);
+    lookup_table_cases(out);
     scale_assign_cases(out);
     fill_cases(out);
     mul_cases(out);
     matmul_cases(out);
     softmax_cases(out);
+    log_softmax_cases(out);
     loss_cases(out);
     reduce_cases(out);
     shape_op_cases(out);

@@ -12,6 +12,7 @@
 
 #include "dlgraph/autodiff.hpp"
 #include "dlgraph/config.hpp"
+#include "dlgraph/kernels/index.hpp"    // no_padding
 #include "dlgraph/kernels/softmax.hpp"  // default_ignore_index
 #include "dlgraph/session.hpp"
 
@@ -431,6 +432,12 @@ template <element_type T> Var<T> mul(const Var<T>& x, const Var<T>& y, int x_num
 template <element_type T> Var<T> softmax(const Var<T>& x, int axis = -1) {
     return detail::unary_out<T>("softmax", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_int("axis", axis)});
 }
+// log(softmax(x)) along `axis`, computed as x - log(sum(exp(x))): no log of
+// a rounded probability, so it stays finite where softmax underflows to 0.
+template <element_type T> Var<T> log_softmax(const Var<T>& x, int axis = -1) {
+    return detail::unary_out<T>("log_softmax", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_int("axis", axis)});
+}
 // A hard label equal to ignore_index (Paddle's -100 unless given; a padding
 // token's class, say) has loss 0 and no gradient.
 template <element_type T, element_type L>
@@ -701,6 +708,51 @@ template <element_type T> Var<T> layer_norm(const Var<T>& x, const std::string& 
     if (o.scale) scale = detail::shared_parameter<T>(p, name + ".scale", Shape{right}, init::constant(1), true);
     if (o.bias) bias = detail::shared_parameter<T>(p, name + ".bias", Shape{right}, init::constant(0), true);
     return layer_norm(x, scale, bias, o.begin_norm_axis, o.epsilon);
+}
+
+// Rows of the table w [rows, width] picked by ids: Paddle's lookup_table
+// (Ids [..., 1], Out [..., width]), padding_idx -1 for none, else its rows
+// of Out are 0 and get no gradient.
+template <element_type T, class I>
+Var<T> lookup_table(const Var<T>& w, const Var<I>& ids, std::int64_t padding_idx = kernels::no_padding) {
+    auto st = detail::same_program("lookup_table", w, ids);
+    return detail::unary_out<T>("lookup_table", st, {{"W", {w.name()}}, {"Ids", {ids.name()}}},
+                                {Attribute::make_long("padding_idx", padding_idx)});
+}
+
+// Paddle 2's embedding (lookup_table_v2): Out = w[ids] of shape ids' + [width]
+// for INT64 or INT32 ids of any shape. A padding_idx counts from the end when
+// negative (-1: the last row), as paddle.nn.functional.embedding's.
+template <element_type T, class I>
+Var<T> embedding(const Var<I>& ids, const Var<T>& w, std::optional<std::int64_t> padding_idx = std::nullopt) {
+    auto st = detail::same_program("embedding", w, ids);
+    std::int64_t pad = kernels::no_padding;
+    if (padding_idx) {
+        const std::int64_t rows = w.shape().rank() == 2 ? w.shape()[0] : -1;
+        pad = *padding_idx;
+        if (pad < 0 && rows >= 0) pad += rows;
+        if (pad < 0 || (rows >= 0 && pad >= rows))
+            throw shape_error("dlgraph.shape.lookup_table", "embedding: padding_idx " + std::to_string(*padding_idx) +
+                                                                " is out of range for W of shape " + to_string(w.shape()));
+    }
+    return detail::unary_out<T>("lookup_table_v2", st, {{"W", {w.name()}}, {"Ids", {ids.name()}}},
+                                {Attribute::make_long("padding_idx", pad)});
+}
+
+struct Embedding {
+    std::int64_t rows = 0, width = 0;           // the table: rows ids of width values each
+    std::optional<std::int64_t> padding_idx{};  // as embedding()'s
+    Initializer init = init::normal(0, 1);      // of NAME.w (paddle.nn.Embedding's default: xavier; N(0, 1) as torch)
+};
+
+// embedding() with its table NAME.w [rows, width] created (or shared) by name.
+template <element_type T, class I> Var<T> embedding(const Var<I>& ids, const std::string& name, const Embedding& o) {
+    Program p(detail::state_of(ids));
+    if (o.rows <= 0 || o.width <= 0)
+        throw shape_error("dlgraph.shape.lookup_table", "embedding '" + name + "': rows and width must be > 0, not " +
+                                                            std::to_string(o.rows) + " and " + std::to_string(o.width));
+    auto w = detail::shared_parameter<T>(p, name + ".w", Shape{o.rows, o.width}, o.init, true);
+    return embedding(ids, w, o.padding_idx);
 }
 
 struct Dropout {

@@ -353,6 +353,9 @@ DLGRAPH_INLINE void throw_fault(const KernelFault& f, std::string_view label) {
         case fault_code::k_out_of_range:
             throw shape_error("dlgraph.shape.top_k", op + ": k is " + std::to_string(f.a) + " but the last dim is " +
                                                          std::to_string(f.b) + ": k must not exceed the last dim");
+        case fault_code::id_out_of_range:
+            throw value_error("dlgraph.value.id", op + ": id " + std::to_string(f.a) + " (at " + std::to_string(f.b) +
+                                                      ") is out of range [0, " + std::to_string(f.c) + ")");
         case fault_code::none:  // no fault recorded: a test's injected failure (Session's test_fail_at_step)
             throw value_error("dlgraph.value.injected", op + ": a failure injected by a test");
     }

@@ -12,6 +12,7 @@
 
 #include "dlgraph/cuda/launch.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
+#include "dlgraph/kernels/index.hpp"
 
 namespace dlgraph::cuda_kernels {
 
@@ -49,6 +50,47 @@ __global__ void label_fault_kernel(const i64* label, i64 d, device_fault* f) {
 }
 void finish_label_faults(bool soft, const void* label, i64 d, device_fault* f, stream_t s) {
     if (!soft) label_fault_kernel<<<1, 1, 0, s>>>(static_cast<const i64*>(label), d, f);
+}
+
+// ---- lookup_table --------------------------------------------------------------------------
+
+__device__ inline i64 load_id(const void* ids, bool ids32, i64 i) {
+    return ids32 ? static_cast<i64>(static_cast<const std::int32_t*>(ids)[i]) : static_cast<const i64*>(ids)[i];
+}
+// Whether id is usable; else notes position i (the lowest one wins).
+__device__ inline bool id_ok(i64 id, i64 i, i64 rows, device_fault* f) {
+    if (id >= 0 && id < rows) return true;
+    atomicMin(&f->first_row, static_cast<unsigned long long>(i));
+    return false;
+}
+// After a kernel that noted bad ids: the fault of the lowest position.
+__global__ void id_fault_kernel(const void* ids, bool ids32, i64 rows, device_fault* f) {
+    const unsigned long long i = f->first_row;
+    if (i != ~0ull && f->code == 0)
+        raise_fault(f, k::fault_code::id_out_of_range, load_id(ids, ids32, static_cast<i64>(i)), static_cast<i64>(i), rows);
+}
+
+template <class T>
+__global__ void lookup_table_kernel(i64 rows, i64 d, const T* w, const void* ids, bool ids32, i64 n, i64 pad, T* out,
+                                    device_fault* f) {
+    for (i64 e = first_index(); e < n * d; e += stride_all()) {
+        const i64 i = e / d, id = load_id(ids, ids32, i);
+        if (pad != k::no_padding && id == pad) out[e] = T(0);
+        else if (id_ok(id, i, rows, f)) out[e] = w[id * d + e % d];
+    }
+}
+// One thread per column, the ids in order: the CPU's sums, bit for bit.
+template <class T>
+__global__ void lookup_table_grad_kernel(i64 rows, i64 d, const void* ids, bool ids32, i64 n, i64 pad, const T* dout,
+                                         T* dw, device_fault* f) {
+    for (i64 col = first_index(); col < d; col += stride_all()) {
+        for (i64 r = 0; r < rows; ++r) dw[r * d + col] = T(0);
+        for (i64 i = 0; i < n; ++i) {
+            const i64 id = load_id(ids, ids32, i);
+            if (pad != k::no_padding && id == pad) continue;
+            if (id_ok(id, i, rows, f)) dw[id * d + col] += dout[i * d + col];
+        }
+    }
 }
 
 // ---- element-wise --------------------------------------------------------------------------
@@ -345,6 +387,34 @@ template <class T> __global__ void softmax_grad_kernel(i64 outer, i64 d, i64 inn
     }
 }
 
+template <class T> __global__ void log_softmax_kernel(i64 outer, i64 d, i64 inner, const T* x, T* y) {
+    for (i64 r = blockIdx.x; r < outer * inner; r += gridDim.x) {
+        const i64 base = r / inner * d * inner + r % inner;
+        T m = max_identity<T>();
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) m = k::vm::max(m, x[base + j * inner]);
+        m = block_fold(m, k::max_fn{});
+        const T shift = isfinite(m) ? m : T(0);
+        T sum = 0;
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) sum += exp(x[base + j * inner] - shift);
+        const T l = log(block_fold(sum, k::add_fn{}));  // as kernels::log_softmax_fn: the max, then the log-sum
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) y[base + j * inner] = (x[base + j * inner] - shift) - l;
+    }
+}
+
+template <class T>
+__global__ void log_softmax_grad_kernel(i64 outer, i64 d, i64 inner, const T* y, const T* dy, T* dx) {
+    for (i64 r = blockIdx.x; r < outer * inner; r += gridDim.x) {
+        const i64 base = r / inner * d * inner + r % inner;
+        T sum = 0;
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) sum += dy[base + j * inner];
+        sum = block_fold(sum, k::add_fn{});
+        for (i64 j = threadIdx.x; j < d; j += blockDim.x) {
+            const i64 at = base + j * inner;
+            dx[at] = dy[at] - exp(y[at]) * sum;
+        }
+    }
+}
+
 // The row's hard label; ignored_row where it is `ignore` (loss and gradient
 // 0); or -1 after noting the row when it is out of range.
 constexpr i64 ignored_row = -2;
@@ -550,6 +620,28 @@ template <class T> void softmax_grad(i64 outer, i64 d, i64 inner, const T* y, co
         softmax_grad_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, y, dy, dx);
 }
 template <class T>
+void lookup_table(i64 rows, i64 d, const T* w, const void* ids, bool ids32, i64 n, i64 pad, T* out, device_fault* f,
+                  stream_t s) {
+    if (n * d == 0) return;
+    lookup_table_kernel<<<grid_for(n * d), block_threads, 0, s>>>(rows, d, w, ids, ids32, n, pad, out, f);
+    id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, rows, f);
+}
+template <class T>
+void lookup_table_grad(i64 rows, i64 d, const void* ids, bool ids32, i64 n, i64 pad, const T* dout, T* dw,
+                       device_fault* f, stream_t s) {
+    if (rows * d == 0) return;
+    lookup_table_grad_kernel<<<grid_for(d), block_threads, 0, s>>>(rows, d, ids, ids32, n, pad, dout, dw, f);
+    id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, rows, f);
+}
+template <class T> void log_softmax(i64 outer, i64 d, i64 inner, const T* x, T* y, stream_t s) {
+    if (outer * inner > 0 && d > 0)
+        log_softmax_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, x, y);
+}
+template <class T> void log_softmax_grad(i64 outer, i64 d, i64 inner, const T* y, const T* dy, T* dx, stream_t s) {
+    if (outer * inner > 0 && d > 0)
+        log_softmax_grad_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, y, dy, dx);
+}
+template <class T>
 void cross_entropy(bool soft, i64 rows, i64 d, const T* x, const void* label, i64 ignore, T* y, device_fault* f,
                    stream_t s) {
     if (rows == 0) return;
@@ -619,6 +711,11 @@ template <class Word> void permute(i64 n, const permute_walk& w, const Word* x, 
     template void reduce_grad<T>(redop, const reduce_grad_walk&, const T*, const T*, const T*, T*, T, stream_t);  \
     template void softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                              \
     template void softmax_grad<T>(i64, i64, i64, const T*, const T*, T*, stream_t);                               \
+    template void log_softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                          \
+    template void lookup_table<T>(i64, i64, const T*, const void*, bool, i64, i64, T*, device_fault*, stream_t);  \
+    template void lookup_table_grad<T>(i64, i64, const void*, bool, i64, i64, const T*, T*, device_fault*,        \
+                                       stream_t);                                                                 \
+    template void log_softmax_grad<T>(i64, i64, i64, const T*, const T*, T*, stream_t);                           \
     template void cross_entropy<T>(bool, i64, i64, const T*, const void*, i64, T*, device_fault*, stream_t);      \
     template void cross_entropy_grad<T>(bool, i64, i64, const T*, const void*, i64, const T*, T*, device_fault*,  \
                                         stream_t);                                                                \

@@ -22,6 +22,7 @@
 #include "dlgraph/ops/optimizers.hpp"
 #include "dlgraph/ops/reduce.hpp"
 #include "dlgraph/ops/shape_ops.hpp"
+#include "dlgraph/ops/index.hpp"
 #include "dlgraph/ops/softmax.hpp"
 
 namespace dlgraph::cuda_detail {
@@ -284,6 +285,28 @@ template <ck::redop Op> struct reduce_grad_op {
     }
 };
 
+// ---- lookup_table ---------------------------------------------------------------------------------
+
+template <bool V2> struct lookup_table_op : ops::lookup_table_op<V2> {
+    using base = ops::lookup_table_op<V2>;
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& w = c.in(base::W);
+        const Tensor& ids = c.in(base::Ids);
+        ck::lookup_table<T>(w.shape()[0], w.shape()[1], w.data<T>(), ids.raw(), ids.dtype() == DataType::INT32,
+                            ids.numel(), c.attr(base::padding_idx).i, c.out(0).data<T>(), fault_of(c), stream_of(c));
+    }
+};
+template <bool V2> struct lookup_table_grad_op : ops::lookup_table_op<V2> {
+    using base = ops::lookup_table_op<V2>;
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& w = c.in(base::W);
+        const Tensor& ids = c.in(base::Ids);
+        ck::lookup_table_grad<T>(w.shape()[0], w.shape()[1], ids.raw(), ids.dtype() == DataType::INT32, ids.numel(),
+                                 c.attr(base::padding_idx).i, c.in(base::DOut).template data<T>(), c.out(0).data<T>(),
+                                 fault_of(c), stream_of(c));
+    }
+};
+
 // ---- softmax and losses ---------------------------------------------------------------------------
 
 // Outer, axis and inner extents of shape `s` around `axis` (may be negative).
@@ -306,6 +329,25 @@ struct softmax_op : ops::softmax_op {
         if (x.numel() == 0) return;
         const auto g = split_at_axis(x.shape(), c.attr(axis).i);
         ck::softmax<T>(g.outer, g.d, g.inner, x.data<T>(), c.out(0).data<T>(), stream_of(c));
+    }
+};
+
+struct log_softmax_op : ops::softmax_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        if (x.numel() == 0) return;
+        const auto g = split_at_axis(x.shape(), c.attr(axis).i);
+        ck::log_softmax<T>(g.outer, g.d, g.inner, x.data<T>(), c.out(0).data<T>(), stream_of(c));
+    }
+};
+
+struct log_softmax_grad_op : ops::softmax_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& out = c.in(Out);
+        if (out.numel() == 0) return;
+        const auto g = split_at_axis(out.shape(), c.attr(axis).i);
+        ck::log_softmax_grad<T>(g.outer, g.d, g.inner, out.data<T>(), c.in(DOut).data<T>(), c.out(0).data<T>(),
+                                stream_of(c));
     }
 };
 
@@ -680,6 +722,12 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::reduce_max_grad, floats<reduce_grad_op<ck::redop::max>>());
     set(op_id::softmax, floats<softmax_op>());
     set(op_id::softmax_grad, floats<softmax_grad_op>());
+    set(op_id::log_softmax, floats<log_softmax_op>());
+    set(op_id::log_softmax_grad, floats<log_softmax_grad_op>());
+    set(op_id::lookup_table, floats<lookup_table_op<false>>());
+    set(op_id::lookup_table_grad, floats<lookup_table_grad_op<false>>());
+    set(op_id::lookup_table_v2, floats<lookup_table_op<true>>());
+    set(op_id::lookup_table_v2_grad, floats<lookup_table_grad_op<true>>());
     set(op_id::cross_entropy, floats<cross_entropy_op>());
     set(op_id::cross_entropy_grad, floats<cross_entropy_grad_op>());
     set(op_id::softmax_with_cross_entropy, floats<softmax_with_cross_entropy_op>());

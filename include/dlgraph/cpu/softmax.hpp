@@ -59,6 +59,25 @@ struct softmax_grad_op : ops::softmax_grad_op {
     }
 };
 
+struct log_softmax_op : ops::softmax_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        if (x.numel() == 0) return;
+        const auto g = softmax_detail::split_at_axis(x.shape(), c.attr(axis).i);
+        kernels::log_softmax(x.data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner, pool_loops{});
+    }
+};
+
+struct log_softmax_grad_op : ops::softmax_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& out = c.in(Out);
+        if (out.numel() == 0) return;
+        const auto g = softmax_detail::split_at_axis(out.shape(), c.attr(axis).i);
+        kernels::log_softmax_grad(out.data<T>(), c.in(DOut).data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner,
+                                  pool_loops{});
+    }
+};
+
 struct cross_entropy_op : ops::cross_entropy_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
@@ -117,6 +136,8 @@ struct softmax_with_cross_entropy_grad_op : ops::softmax_with_cross_entropy_grad
 
 inline void softmax_kernels(OpDef& d) { d.kernels = cpu_kernels<softmax_op, float, double>(); }
 inline void softmax_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<softmax_grad_op, float, double>(); }
+inline void log_softmax_kernels(OpDef& d) { d.kernels = cpu_kernels<log_softmax_op, float, double>(); }
+inline void log_softmax_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<log_softmax_grad_op, float, double>(); }
 inline void cross_entropy_kernels(OpDef& d) { d.kernels = cpu_kernels<cross_entropy_op, float, double>(); }
 inline void cross_entropy_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<cross_entropy_grad_op, float, double>(); }
 inline void softmax_with_cross_entropy_kernels(OpDef& d) {

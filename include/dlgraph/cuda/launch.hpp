@@ -103,6 +103,22 @@ void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, 
 template <class T> void softmax(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, T* y, stream_t s);
 template <class T>
 void softmax_grad(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* y, const T* dy, T* dx, stream_t s);
+// Rows of a [rows, d] table W picked by n ids (int32 when ids32, else int64):
+// out[i, :] = W[ids[i], :], 0 where the id is `pad` (unless it is -1); and
+// the gradient dw = 0, dw[ids[i], :] += dout[i, :] in order. An id out of
+// [0, rows) records fault id_out_of_range (the lowest position's).
+template <class T>
+void lookup_table(std::int64_t rows, std::int64_t d, const T* w, const void* ids, bool ids32, std::int64_t n,
+                  std::int64_t pad, T* out, device_fault* f, stream_t s);
+template <class T>
+void lookup_table_grad(std::int64_t rows, std::int64_t d, const void* ids, bool ids32, std::int64_t n, std::int64_t pad,
+                       const T* dout, T* dw, device_fault* f, stream_t s);
+// log_softmax along the middle dim of [outer, d, inner] (d > 0) and its gradient.
+template <class T>
+void log_softmax(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, T* y, stream_t s);
+template <class T>
+void log_softmax_grad(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* y, const T* dy, T* dx,
+                      stream_t s);
 // Losses over `rows` rows of d classes; a hard label is an int64 class per
 // row (one out of [0, d) records fault label_out_of_range; one equal to
 // `ignore` has loss and gradient 0), a soft one a [rows, d] distribution of T.

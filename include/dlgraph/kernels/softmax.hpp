@@ -176,6 +176,116 @@ inline void softmax_grad(const T* y, const T* dy, T* dx, O outer_, D d_, I inner
     }
 }
 
+// ---- log_softmax ------------------------------------------------------------------------------
+
+// (x - shift) - log_sum: log_softmax once the row's shift (its max) and
+// log(sum(exp(x - shift))) are known. Subtracting them one at a time keeps
+// the digits of a small result next to a large max.
+template <class T> struct log_softmax_fn {
+    T shift, log_sum;
+    template <class V> DLGRAPH_HD V operator()(V x) const { return (x - V(shift)) - V(log_sum); }
+};
+// dy - exp(y) * s: log_softmax's gradient once s = sum(dy) is known.
+template <class T> struct log_softmax_grad_fn {
+    T s;
+    template <class V> DLGRAPH_HD V operator()(V y, V dy) const { return dy - vm::exp(y) * V(s); }
+};
+
+// log_softmax_fn of a contiguous row of n > 0: shifted by its max (by 0
+// when the max is not finite, as softmax_row).
+template <class T> inline log_softmax_fn<T> log_softmax_of_row(const T* x, std::int64_t n) noexcept {
+    const T m = fold_row(x, n, -std::numeric_limits<T>::infinity(), max_fn{});
+    const T shift = std::isfinite(m) ? m : T(0);
+    T s = 0;
+    std::int64_t i = 0;
+    if constexpr (simd_type<T>) {
+        using B = batch<T>;
+        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+        B acc(T(0));
+        const B mb(shift);
+        for (; i + W <= n; i += W) acc += vm::exp(B::load_unaligned(x + i) - mb);
+        s = vm::hadd(acc);
+    }
+    for (; i < n; ++i) s += std::exp(x[i] - shift);
+    return {shift, std::log(s)};
+}
+
+// Out = X - log(sum(exp(X))) along the middle dim of a row-major
+// [outer, d, inner] array; rows (inner == 1) vectorised along the row,
+// blocks across inner. y may alias x. Empty arrays are left as they are.
+template <class T, class O, class D, class I, class L = serial_loops>
+inline void log_softmax(const T* x, T* y, O outer_, D d_, I inner_, const L& loops = {}) noexcept(L::nothrow) {
+    const std::int64_t outer = extent(outer_), d = extent(d_), inner = extent(inner_);
+    if (outer == 0 || d == 0 || inner == 0) return;
+    for (std::int64_t o = 0; o < outer; ++o) {
+        const T* xo = x + o * d * inner;
+        T* yo = y + o * d * inner;
+        if (inner == 1) {
+            loops.unary(d, xo, yo, log_softmax_of_row(xo, d));
+            continue;
+        }
+        auto column = [&](auto zero, std::int64_t j) {
+            using V = decltype(zero);
+            auto ld = [](const T* p) {
+                if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
+            };
+            V m = ld(xo + j);
+            for (std::int64_t k = 1; k < d; ++k) m = max_fn{}(m, ld(xo + k * inner + j));
+            V s = zero;
+            for (std::int64_t k = 0; k < d; ++k) s = s + vm::exp(ld(xo + k * inner + j) - m);
+            const V l = vm::log(s);
+            for (std::int64_t k = 0; k < d; ++k) {
+                const V r = (ld(xo + k * inner + j) - m) - l;
+                if constexpr (is_batch<V>) r.store_unaligned(yo + k * inner + j); else yo[k * inner + j] = r;
+            }
+        };
+        std::int64_t j = 0;
+        if constexpr (simd_type<T>) {
+            using B = batch<T>;
+            constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+            for (; j + W <= inner; j += W) column(B(T(0)), j);
+        }
+        for (; j < inner; ++j) column(T(0), j);
+    }
+}
+
+// log_softmax's gradient over a row-major [outer, d, inner] array:
+// X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) along the axis (y = Out).
+template <class T, class O, class D, class I, class L = serial_loops>
+inline void log_softmax_grad(const T* y, const T* dy, T* dx, O outer_, D d_, I inner_,
+                             const L& loops = {}) noexcept(L::nothrow) {
+    const std::int64_t outer = extent(outer_), d = extent(d_), inner = extent(inner_);
+    if (outer == 0 || d == 0 || inner == 0) return;
+    for (std::int64_t o = 0; o < outer; ++o) {
+        const std::int64_t off = o * d * inner;
+        if (inner == 1) {
+            loops.binary(d, y + off, 1, dy + off, 1, dx + off,
+                         log_softmax_grad_fn<T>{fold_row(dy + off, d, T(0), add_fn{})});
+            continue;
+        }
+        auto column = [&](auto zero, std::int64_t j) {
+            using V = decltype(zero);
+            auto ld = [](const T* p) {
+                if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
+            };
+            V s = zero;
+            for (std::int64_t k = 0; k < d; ++k) s = s + ld(dy + off + k * inner + j);
+            for (std::int64_t k = 0; k < d; ++k) {
+                const std::int64_t at = off + k * inner + j;
+                const V r = ld(dy + at) - vm::exp(ld(y + at)) * s;
+                if constexpr (is_batch<V>) r.store_unaligned(dx + at); else dx[at] = r;
+            }
+        };
+        std::int64_t j = 0;
+        if constexpr (simd_type<T>) {
+            using B = batch<T>;
+            constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
+            for (; j + W <= inner; j += W) column(B(T(0)), j);
+        }
+        for (; j < inner; ++j) column(T(0), j);
+    }
+}
+
 // ---- losses -----------------------------------------------------------------------------------
 //
 // Over `rows` rows of d classes: X (or Logits, Softmax) is [rows, d]; a hard

@@ -18,6 +18,7 @@
 #include "dlgraph/cpu/eval_ops.hpp"
 #include "dlgraph/cpu/feed_fetch.hpp"
 #include "dlgraph/cpu/fill.hpp"
+#include "dlgraph/cpu/index.hpp"
 #include "dlgraph/cpu/io_ops.hpp"
 #include "dlgraph/cpu/matmul.hpp"
 #include "dlgraph/cpu/memcpy.hpp"

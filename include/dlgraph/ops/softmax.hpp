@@ -57,6 +57,25 @@ inline OpDef softmax_grad_def() {
     return d;
 }
 
+// ---- log_softmax -----------------------------------------------------------------------
+//
+// Paddle's log_softmax: X -> Out, axis (-1). Its slots, attribute and checks
+// are softmax's, and so are its gradient's (Out, Out@GRAD -> X@GRAD).
+
+inline OpDef log_softmax_def() {
+    OpDef d{"log_softmax", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_int("axis", -1)}}, &softmax_op::infer};
+    d.doc = "Out = X - log(sum(exp(X))) along axis";
+    d.grad_spec = {"log_softmax_grad", {}, {"Out"}, {"X"}};
+    return d;
+}
+
+inline OpDef log_softmax_grad_def() {
+    OpDef d{"log_softmax_grad", {{"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {{"axis", Attribute::make_int("axis", -1)}},
+            &softmax_grad_op::infer};
+    d.doc = "X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD) along axis";
+    return d;
+}
+
 // ---- losses -----------------------------------------------------------------------------
 
 // Shared checks of (X or Logits, Label): X is [..., D]; a hard Label is

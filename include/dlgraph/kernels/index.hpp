@@ -1,0 +1,67 @@
+// Indexing over raw arrays, the kernel core of ops/index.hpp: rows of a
+// table picked by id (lookup_table, an embedding) and the gradient that
+// adds them back.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "dlgraph/kernels/config.hpp"
+
+namespace dlgraph::kernels {
+
+// Paddle's lookup_table padding_idx meaning "no padding row".
+inline constexpr std::int64_t no_padding = -1;
+
+// The first id of ids[0, n) outside [0, rows) that is not the padding id, as
+// fault{id_out_of_range, id, position, rows}; none when all are good.
+template <class I, class N, class R>
+inline fault check_ids(const I* ids, N n_, R rows_, std::int64_t padding_idx) noexcept {
+    const std::int64_t n = extent(n_), rows = extent(rows_);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t id = static_cast<std::int64_t>(ids[i]);
+        if (padding_idx != no_padding && id == padding_idx) continue;
+        if (id < 0 || id >= rows) return fault{fault_code::id_out_of_range, id, i, rows};
+    }
+    return {};
+}
+
+// out[i, :] = w[ids[i], :] for i in [0, n), rows of d; zeros where ids[i] is
+// padding_idx (unless it is no_padding). Checks every id first and writes
+// nothing when one is out of range.
+template <class T, class I, class N, class R, class D>
+inline fault lookup_table(const T* w, R rows_, D d_, const I* ids, N n_, std::int64_t padding_idx, T* out) noexcept {
+    const std::int64_t n = extent(n_), d = extent(d_);
+    if (const fault f = check_ids(ids, n, rows_, padding_idx)) return f;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t id = static_cast<std::int64_t>(ids[i]);
+        T* o = out + i * d;
+        if (padding_idx != no_padding && id == padding_idx) {
+            for (std::int64_t k = 0; k < d; ++k) o[k] = T(0);
+        } else if (d > 0) {
+            std::memcpy(o, w + id * d, static_cast<std::size_t>(d) * sizeof(T));
+        }
+    }
+    return {};
+}
+
+// dw = 0, then dw[ids[i], :] += dout[i, :] for i in order (a fixed order, so
+// the bits do not depend on threads); padding ids add nothing. Checks every
+// id first and writes nothing when one is out of range.
+template <class T, class I, class N, class R, class D>
+inline fault lookup_table_grad(const I* ids, N n_, const T* dout, R rows_, D d_, std::int64_t padding_idx,
+                               T* dw) noexcept {
+    const std::int64_t n = extent(n_), rows = extent(rows_), d = extent(d_);
+    if (const fault f = check_ids(ids, n, rows, padding_idx)) return f;
+    for (std::int64_t k = 0; k < rows * d; ++k) dw[k] = T(0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t id = static_cast<std::int64_t>(ids[i]);
+        if (padding_idx != no_padding && id == padding_idx) continue;
+        T* g = dw + id * d;
+        const T* s = dout + i * d;
+        for (std::int64_t k = 0; k < d; ++k) g[k] += s[k];
+    }
+    return {};
+}
+
+}  // namespace dlgraph::kernels

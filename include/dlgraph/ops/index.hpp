@@ -1,0 +1,97 @@
+// Indexing ops, their definitions with PaddlePaddle's slots and attributes:
+// lookup_table (Ids [..., 1]) and lookup_table_v2 (Ids of any shape), the
+// embedding lookups, and their gradients. The math is in kernels/index.hpp,
+// the CPU kernels in cpu/index.hpp.
+//
+// Deviation from Paddle: is_sparse is accepted but W@GRAD is always a dense
+// tensor (dlgraph has no SelectedRows); the values are the same.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dlgraph/kernels/index.hpp"
+#include "dlgraph/op.hpp"
+#include "dlgraph/ops/op_util.hpp"
+
+namespace dlgraph::ops {
+
+// lookup_table(_v2): W [rows, D], Ids -> Out; the grad op reads W (for its
+// shape, as Paddle's), Ids and Out@GRAD, and writes W@GRAD.
+template <bool V2> struct lookup_table_op {
+    enum { W = 0, Ids = 1, DOut = 2 };
+    enum { is_sparse = 0, is_distributed = 1, padding_idx = 2, remote_prefetch = 3 };
+
+    // The checks of W, Ids and padding_idx; returns Out's shape.
+    static Shape out_shape(const InferContext& c) {
+        c.dtype_in(W, {DataType::FP32, DataType::FP64});
+        if constexpr (V2) c.dtype_in(Ids, {DataType::INT64, DataType::INT32});
+        else c.dtype_in(Ids, {DataType::INT64});
+        const Shape& ws = c.shape(W);
+        const Shape& is = c.shape(Ids);
+        if (ws.rank() != 2) c.fail("dlgraph.shape.lookup_table", "W is " + to_string(ws) + ": it must be [rows, width]");
+        const std::int64_t pad = c.attr(padding_idx).i;
+        if (pad != kernels::no_padding && (pad < 0 || (ws[0] >= 0 && pad >= ws[0])))
+            c.fail("dlgraph.shape.lookup_table", "padding_idx " + std::to_string(pad) + " is out of range for W of shape " +
+                                                     to_string(ws) + ": it must be -1 (none) or in [0, " +
+                                                     std::to_string(ws[0]) + ")");
+        Shape out;
+        if constexpr (V2) {
+            out = is;
+        } else {
+            if (is.rank() == 0 || !dims_agree(is[is.rank() - 1], 1))
+                c.fail("dlgraph.shape.lookup_table",
+                       "Ids is " + to_string(is) + ": lookup_table's Ids hold one id per row ([..., 1]; lookup_table_v2 "
+                                                   "takes any shape)");
+            for (int i = 0; i + 1 < is.rank(); ++i) out.push_back(is[i]);
+        }
+        if (out.rank() == max_rank)
+            c.fail("dlgraph.shape.lookup_table", "Ids is " + to_string(is) + ": Out would have more than " +
+                                                     std::to_string(max_rank) + " dims");
+        out.push_back(ws[1]);
+        return out;
+    }
+    static void infer(const InferContext& c) { c.set(0, c.dtype(W), out_shape(c)); }
+    static void infer_grad(const InferContext& c) {
+        const Shape want = out_shape(c);
+        c.same_dtype({W, DOut});
+        const Shape& ds = c.shape(DOut);
+        bool ok = ds.rank() == want.rank();
+        for (int i = 0; ok && i < ds.rank(); ++i) ok = dims_agree(ds[i], want[i]);
+        if (!ok) c.fail("dlgraph.shape.grad", "Out@GRAD is " + to_string(ds) + " but Out is " + to_string(want));
+        c.set(0, c.dtype(W), c.shape(W));
+    }
+};
+
+inline std::vector<AttrDef> lookup_table_attrs() {
+    return {{"is_sparse", Attribute::make_bool("is_sparse", false)},
+            {"is_distributed", Attribute::make_bool("is_distributed", false)},
+            {"padding_idx", Attribute::make_long("padding_idx", kernels::no_padding)},
+            {"remote_prefetch", Attribute::make_bool("remote_prefetch", false)}};
+}
+
+template <bool V2> OpDef lookup_table_def_of() {
+    constexpr std::string_view type = V2 ? "lookup_table_v2" : "lookup_table";
+    constexpr std::string_view grad = V2 ? "lookup_table_v2_grad" : "lookup_table_grad";
+    OpDef d{type, {{"W"}, {"Ids"}}, {{"Out"}}, lookup_table_attrs(), &lookup_table_op<V2>::infer};
+    d.may_fail = true;  // an id out of range
+    d.doc = V2 ? "Out[..., :] = W[Ids[...], :] (0 where Ids == padding_idx)"
+               : "Out[..., :] = W[Ids[..., 0], :] (0 where Ids == padding_idx)";
+    d.no_grad_inputs = {"Ids"};
+    d.grad_spec = {grad, {"W", "Ids"}, {}, {"W"}, {"Out"}};
+    return d;
+}
+template <bool V2> OpDef lookup_table_grad_def_of() {
+    constexpr std::string_view grad = V2 ? "lookup_table_v2_grad" : "lookup_table_grad";
+    OpDef d{grad, {{"W"}, {"Ids"}, {"Out@GRAD"}}, {{"W@GRAD"}}, lookup_table_attrs(), &lookup_table_op<V2>::infer_grad};
+    d.may_fail = true;
+    d.doc = "W@GRAD = 0, then W@GRAD[Ids[i], :] += Out@GRAD[i, :] in order (padding ids add nothing)";
+    return d;
+}
+
+inline OpDef lookup_table_def() { return lookup_table_def_of<false>(); }
+inline OpDef lookup_table_grad_def() { return lookup_table_grad_def_of<false>(); }
+inline OpDef lookup_table_v2_def() { return lookup_table_def_of<true>(); }
+inline OpDef lookup_table_v2_grad_def() { return lookup_table_grad_def_of<true>(); }
+
+}  // namespace dlgraph::ops
