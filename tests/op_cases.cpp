@@ -452,6 +452,8 @@ void activation_attr_cases(case_list& out) {
         {"hard_swish", {a_float("threshold", 4.0), a_float("scale", 5.0), a_float("offset", 2.0)}},
         {"softplus", {a_float("beta", 2.0), a_float("threshold", 3.0)}},
         {"swish", {a_float("beta", 1.7)}},
+        {"clip", {a_float("min", -1.5), a_float("max", 2.25)}},
+        {"pow", {a_float("factor", 3.0)}},
     };
     for (const spec& sp : specs) {
         for (const bool defaults : {true, false}) {
@@ -1520,6 +1522,64 @@ void lookup_table_cases(case_list& out) {
     }
 }
 
+void logic_cases(case_list& out) {
+    auto bin = [&](const std::string& type, std::string_view variant, DataType t, const Shape& xs, const Shape& ys,
+                   const gen& g, std::vector<Attribute> at = {}) {
+        case_builder cb(case_name(type, t, variant));
+        cb.in("x", t, xs, g).in("y", t, ys, g);
+        cb.op(type, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+    };
+    // Integers from a small range: many ties, so == and <= differ from < .
+    // Every dtype of every op (broadcast rows); integers from a small range,
+    // so ties are many.
+    const DataType logic_types[] = {BOOL, INT32, INT64, FP32, FP64};
+    for (const char* type : {"less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal",
+                             "logical_and", "logical_or", "logical_xor"})
+        for (DataType t : logic_types) bin(type, "rows_4x5_5", t, {4, 5}, {5}, ints(-2, 2));
+    for (const char* type : {"less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"}) {
+        bin(type, "ties_5x7", INT64, {5, 7}, {5, 7}, ints(-2, 2));
+        bin(type, "broadcast_3x4_4", FP32, {3, 4}, {4}, grid(-2, 2, 0.5));
+    }
+    bin("less_than", "axis0_4x3_4", FP64, {4, 3}, {4}, grid(-2, 2, 0.5), {a_int("axis", 0)});
+    bin("equal", "nan_and_zeros", FP64, {6}, {6}, special({nan, 0.0, -0.0, 1.0, nan, 0.0}, uni(-1, 1)));
+    bin("not_equal", "bool_4x4", BOOL, {4, 4}, {4, 4}, ints(0, 1));
+    for (const char* type : {"logical_and", "logical_or", "logical_xor"}) {
+        bin(type, "bool_6x5", BOOL, {6, 5}, {6, 5}, ints(0, 1));
+        bin(type, "int32_broadcast_2x3x4_3x1", INT32, {2, 3, 4}, {3, 1}, ints(-1, 1));
+        bin(type, "fp32_nan_6", FP32, {6}, {6}, special({nan, 0.0, -0.0, 2.0, nan, 0.0}, grid(-1, 1, 1)));
+    }
+    for (DataType t : logic_types) {
+        case_builder cb(case_name("logical_not", t, "7x3"));
+        cb.in("x", t, {7, 3}, ints(-1, 1)).op("logical_not", {{"X", {"x"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    }
+
+    auto where = [&](std::string_view variant, DataType t, const Shape& s) {
+        case_builder cb(case_name("where", t, variant));
+        cb.in("cond", BOOL, s, ints(0, 1)).in("x", t, s, uni(-3, 3)).in("y", t, s, uni(-3, 3));
+        cb.op("where", {{"Condition", {"cond"}}, {"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+        case_builder g(case_name("where_grad", t == FP32 ? FP64 : FP32, variant));
+        const DataType tg = t == FP32 ? FP64 : FP32;
+        g.in("cond", BOOL, s, ints(0, 1)).in("x", tg, s, uni(-3, 3)).in("y", tg, s, uni(-3, 3));
+        g.in("out@GRAD", tg, s, uni(-1, 1));
+        g.op("where_grad", {{"Condition", {"cond"}}, {"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"out@GRAD"}}},
+             {{"X@GRAD", {"x@GRAD"}}, {"Y@GRAD", {"y@GRAD"}}});
+        out.push_back(g.done());
+    };
+    where("5x7", FP32, {5, 7});
+    where("rank3_2x3x33", FP64, {2, 3, 33});
+    case_builder wl(case_name("where", INT64, "int_3x5"));
+    wl.in("cond", BOOL, {3, 5}, ints(0, 1)).in("x", INT64, {3, 5}, ints(-9, 9)).in("y", INT64, {3, 5}, ints(-9, 9));
+    wl.op("where", {{"Condition", {"cond"}}, {"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
+    out.push_back(wl.done());
+    case_builder wi(case_name("where", INT32, "int_4x4"));
+    wi.in("cond", BOOL, {4, 4}, ints(0, 1)).in("x", INT32, {4, 4}, ints(-9, 9)).in("y", INT32, {4, 4}, ints(-9, 9));
+    wi.op("where", {{"Condition", {"cond"}}, {"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
+    out.push_back(wi.done());
+}
+
 void dropout_cases(case_list& out) {
     auto attrs = [](double prob, bool upscale, bool test) {
         return std::vector<Attribute>{a_float("dropout_prob", prob), a_bool("fix_seed", true), a_int("seed", 17),
@@ -1573,6 +1633,7 @@ std::vector<op_case> all_op_cases() {
     activation_attr_cases(out);
     layer_norm_cases(out);
     lookup_table_cases(out);
+    logic_cases(out);
     scale_assign_cases(out);
     fill_cases(out);
     mul_cases(out);

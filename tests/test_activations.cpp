@@ -1,6 +1,6 @@
 // The element-wise math and activations of issue 16 (softsign, sin, cos,
 // reciprocal, rsqrt, floor, ceil, round, sign, gelu, leaky_relu, elu, relu6,
-// hard_sigmoid, hard_swish, softplus, swish): each against a double
+// hard_sigmoid, hard_swish, softplus, swish, clip, pow): each against a double
 // formula written here from Paddle's definitions (activation_op.h), in FP64
 // and FP32, with their attributes' defaults and other values; each gradient
 // against central finite differences in FP64; attributes carried into the
@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "grad_check.hpp"
 
@@ -66,6 +67,9 @@ std::vector<act_case> cases() {
         ACT("softplus beta 2 threshold 3", softplus(x, 2.0, 3.0), 2 * v > 3 ? v : std::log1p(std::exp(2 * v)) / 2),
         ACT("swish", swish(x), v * ref_sigmoid(v)),
         ACT("swish beta 1.7", swish(x, 1.7), v * ref_sigmoid(1.7 * v)),
+        ACT("clip -1.5 2.25", clip(x, -1.5, 2.25), std::min(std::max(v, -1.5), 2.25)),
+        ACT("pow 3", pow(x, 3.0), v * v * v),
+        ACT("pow 1.7 of |x|", pow(abs(x), 1.7), std::pow(std::fabs(v), 1.7)),
     };
 }
 #undef ACT
@@ -151,6 +155,8 @@ TEST_CASE("activations: the grad op takes the forward op's attributes and reads 
         {"hard_swish", [](const Var<double>& x) { return hard_swish(x, 4.0, 5.0, 2.0); }, true},
         {"softplus", [](const Var<double>& x) { return softplus(x, 2.0, 3.0); }, true},
         {"swish", [](const Var<double>& x) { return swish(x, 1.7); }, true},
+        {"clip", [](const Var<double>& x) { return clip(x, -1.0, 2.0); }, true},
+        {"pow", [](const Var<double>& x) { return pow(x, 2.5); }, true},
         {"gelu", [](const Var<double>& x) { return gelu(x, true); }, true},
         {"reciprocal", [](const Var<double>& x) { return reciprocal(x); }, false},
         {"rsqrt", [](const Var<double>& x) { return rsqrt(x); }, false},
@@ -203,4 +209,25 @@ TEST_CASE("activations: attributes survive JSON and a wrong attribute type is re
     REQUIRE(changed);
     check_throws<dlgraph::format_error>([&] { (void)load_program(j.dump()); },
                                         {"[dlgraph.format.attr]", "attrs.beta", "op 'softplus' expects FLOAT, found INT"});
+}
+
+TEST_CASE("clip and pow: Paddle's attributes, a reversed range refused, pow beside elementwise_pow") {
+    Program p;
+    auto x = p.input<float>("x", {4});
+    check_throws<shape_error>([&] { (void)clip(x, 2.0, 1.0); }, {"[dlgraph.shape.clip]", "clip", "min 2", "must not exceed max 1"});
+    auto c = clip(x, 0.5, 0.5);  // a point range is allowed: every value becomes it
+    auto d = apply_op<float>("clip", {{"X", x}});  // paddle.clip's defaults: the FP32 range
+    auto y = p.input<float>("y", {4});
+    auto e = pow(x, y);  // two tensors: elementwise_pow
+    auto f = pow(x, 2.0);
+    CHECK(p.desc().blocks[0].ops.back().type == "pow");
+    CHECK(p.desc().blocks[0].ops[p.desc().blocks[0].ops.size() - 2].type == "elementwise_pow");
+    Session<cpu> s(p);
+    const xt::xarray<float> xv = {-3.0f, 0.25f, 2.0f, std::numeric_limits<float>::max()};
+    const xt::xarray<float> yv = {2.0f, 2.0f, 2.0f, 0.0f};
+    auto got = s.eval(std::vector<TargetRef>{c, d, e, f}, {{"x", xv}, {"y", yv}});
+    CHECK(to_xarray<float>(got[0]) == xt::xarray<float>{0.5f, 0.5f, 0.5f, 0.5f});
+    CHECK(to_xarray<float>(got[1]) == xv);
+    CHECK(to_xarray<float>(got[2])(0) == 9.0f);
+    CHECK(to_xarray<float>(got[3])(1) == 0.0625f);
 }

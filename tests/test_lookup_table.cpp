@@ -99,6 +99,7 @@ TEST_CASE("embedding: a named table, shared by name, trained") {
     Program p;
     auto ids = p.input<std::int64_t>("ids", {-1, 7});
     auto e = embedding<double>(ids, "tok", Embedding{.rows = 11, .width = 4, .padding_idx = 0});
+    CHECK(embedding(ids, "tokf", Embedding{.rows = 3, .width = 2}).shape() == Shape{-1, 7, 2});  // float by default
     CHECK(e.shape() == Shape{-1, 7, 4});
     auto e2 = embedding<double>(ids, "tok", Embedding{.rows = 11, .width = 4});
     CHECK(p.desc().blocks[0].find_var("tok.w")->dims == std::vector<std::int64_t>{11, 4});
@@ -141,4 +142,57 @@ TEST_CASE("lookup_table: errors name the slot, the shape and the id") {
         {"[dlgraph.value.id]", "lookup_table_v2", "id 10 (at 3) is out of range [0, 10)"});
     auto good = s.eval(std::vector<TargetRef>{ok}, {{"w", wv}, {"ids", ids_tensor<std::int64_t>({3, 2}, {0, 1, 2, 9, 4, 5})}});
     CHECK(good[0].shape() == Shape{3, 2, 4});
+}
+
+TEST_CASE("lookup_table: every bad id is caught: negative ones, INT32 ones, v1's, and in the grad op") {
+    Program p;
+    auto w = p.input<double>("w", {5, 2});
+    auto i64 = p.input<std::int64_t>("i64", {4});
+    auto i32 = p.input<std::int32_t>("i32", {4});
+    auto i1 = p.input<std::int64_t>("i1", {4, 1});
+    auto e64 = embedding(i64, w);
+    auto e32 = embedding(i32, w);
+    auto e1 = lookup_table(w, i1, 3);
+    Session<cpu> s(p);
+    const Feed wf{"w", xt::xarray<double>(xt::ones<double>({5, 2}))};
+    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e64}, {wf, {"i64", ids_tensor<std::int64_t>({4}, {0, 4, -1, 1})}}); },
+                              {"lookup_table_v2", "id -1 (at 2) is out of range [0, 5)"});
+    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e32}, {wf, {"i32", ids_tensor<std::int32_t>({4}, {0, -7, 5, 1})}}); },
+                              {"id -7 (at 1) is out of range [0, 5)"});
+    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e1}, {wf, {"i1", ids_tensor<std::int64_t>({4, 1}, {3, 3, 5, 0})}}); },
+                              {"lookup_table", "id 5 (at 2) is out of range [0, 5)"});
+    // The padding id is never checked against the rows (it is in range anyway).
+    auto padded = s.eval(std::vector<TargetRef>{e1}, {wf, {"i1", ids_tensor<std::int64_t>({4, 1}, {3, 3, 4, 0})}});
+    CHECK(padded[0].values<double>()[0] == 0.0);
+
+    // The grad op by itself, as a loaded program would run it.
+    Program g;
+    auto gw = g.input<double>("w", {5, 2});
+    auto gi = g.input<std::int64_t>("ids", {3});
+    auto gd = g.input<double>("d", {3, 2});
+    auto dw = apply_op<double>("lookup_table_v2_grad", {{"W", gw}, {"Ids", gi}, {"Out@GRAD", gd}}, {}, "W@GRAD");
+    CHECK(dw.shape() == Shape{5, 2});
+    Session<cpu> gs(g);
+    const Feed df{"d", xt::xarray<double>(xt::ones<double>({3, 2}))};
+    check_throws<value_error>([&] { gs.eval(std::vector<TargetRef>{dw}, {wf, df, {"ids", ids_tensor<std::int64_t>({3}, {1, -2, 9})}}); },
+                              {"lookup_table_v2_grad", "id -2 (at 1) is out of range [0, 5)"});
+    const auto res = gs.eval(std::vector<TargetRef>{dw}, {wf, df, {"ids", ids_tensor<std::int64_t>({3}, {1, 4, 1})}});
+    const auto ok = res[0].values<double>();
+    CHECK(std::vector<double>(ok.begin(), ok.end()) == std::vector<double>{0, 0, 2, 2, 0, 0, 0, 0, 1, 1});
+}
+
+TEST_CASE("lookup_table: a table with a dim of 0 and Paddle's parameter-server settings are refused") {
+    Program p;
+    auto ids = p.input<std::int64_t>("ids", {3});
+    check_throws<shape_error>([&] { (void)embedding(ids, p.input<float>("w0", {4, 0})); },
+                              {"W is [4,0]: it must be [rows, width], neither 0"});
+    auto w = p.input<float>("w", {4, 2});
+    check_throws<shape_error>(
+        [&] { (void)apply_op<float>("lookup_table_v2", {{"W", w}, {"Ids", ids}}, {Attribute::make_bool("is_distributed", true)}); },
+        {"is_distributed is set: a table on a parameter server is not supported"});
+    // The other settings of Paddle's saved programs load at their defaults.
+    auto e = apply_op<float>("lookup_table_v2", {{"W", w}, {"Ids", ids}},
+                             {Attribute::make_bool("is_sparse", true), Attribute::make_bool("grad_inplace", false),
+                              Attribute::make_strings("table_names", {}), Attribute::make_string("entry", "none")});
+    CHECK(e.shape() == Shape{3, 2});
 }

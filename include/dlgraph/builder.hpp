@@ -327,6 +327,42 @@ template <element_type T> Var<T> maximum(const Var<T>& x, const Var<T>& y) { ret
 template <element_type T> Var<T> minimum(const Var<T>& x, const Var<T>& y) { return elementwise_min(x, y); }
 template <element_type T> Var<T> pow(const Var<T>& x, const Var<T>& y) { return elementwise_pow(x, y); }
 
+// ---- comparisons, logical ops, where ------------------------------------------------
+
+// x op y element-wise with the binary ops' broadcasting; a BOOL result.
+#define DLGRAPH_COMPARE(fname)                                                                                 \
+    template <element_type T> Var<bool> fname(const Var<T>& x, const Var<T>& y, int axis = -1) {            \
+        auto st = detail::same_program(#fname, x, y);                                                          \
+        return detail::unary_out<bool>(#fname, st, {{"X", {x.name()}}, {"Y", {y.name()}}},                     \
+                                       {Attribute::make_int("axis", axis)});                                   \
+    }
+DLGRAPH_COMPARE(less_than)
+DLGRAPH_COMPARE(less_equal)
+DLGRAPH_COMPARE(greater_than)
+DLGRAPH_COMPARE(greater_equal)
+DLGRAPH_COMPARE(equal)
+DLGRAPH_COMPARE(not_equal)
+#undef DLGRAPH_COMPARE
+// Truths of any dtype (nonzero is true), broadcast; a BOOL result.
+#define DLGRAPH_LOGICAL(fname)                                                                                 \
+    template <element_type T> Var<bool> fname(const Var<T>& x, const Var<T>& y) {                            \
+        auto st = detail::same_program(#fname, x, y);                                                          \
+        return detail::unary_out<bool>(#fname, st, {{"X", {x.name()}}, {"Y", {y.name()}}});                    \
+    }
+DLGRAPH_LOGICAL(logical_and)
+DLGRAPH_LOGICAL(logical_or)
+DLGRAPH_LOGICAL(logical_xor)
+#undef DLGRAPH_LOGICAL
+template <element_type T> Var<bool> logical_not(const Var<T>& x) {
+    return detail::unary_out<bool>("logical_not", detail::state_of(x), {{"X", {x.name()}}});
+}
+// condition ? x : y element-wise; all three of one shape. Differentiable in
+// x and y (an attention mask: where(mask, scores, fill)).
+template <element_type T> Var<T> where(const Var<bool>& condition, const Var<T>& x, const Var<T>& y) {
+    auto st = detail::same_program("where", condition, x, y);
+    return detail::unary_out<T>("where", st, {{"Condition", {condition.name()}}, {"X", {x.name()}}, {"Y", {y.name()}}});
+}
+
 #define DLGRAPH_UNARY(fname)                                                                              \
     template <element_type T> Var<T> fname(const Var<T>& x) {                                             \
         return detail::unary_out<T>(#fname, detail::state_of(x), {{"X", {x.name()}}});                    \
@@ -383,6 +419,16 @@ template <element_type T> Var<T> softplus(const Var<T>& x, double beta = 1.0, do
 }
 template <element_type T> Var<T> swish(const Var<T>& x, double beta = 1.0) {
     return detail::unary_out<T>("swish", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_float("beta", beta)});
+}
+// x limited to [min, max] (Paddle's clip; min <= max).
+template <element_type T> Var<T> clip(const Var<T>& x, double min, double max) {
+    return detail::unary_out<T>("clip", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("min", min), Attribute::make_float("max", max)});
+}
+// x ^ factor (Paddle's pow; pow(x, y) of two tensors is elementwise_pow).
+template <element_type T> Var<T> pow(const Var<T>& x, double factor) {
+    return detail::unary_out<T>("pow", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_float("factor", factor)});
 }
 
 template <element_type T>
@@ -742,11 +788,12 @@ Var<T> embedding(const Var<I>& ids, const Var<T>& w, std::optional<std::int64_t>
 struct Embedding {
     std::int64_t rows = 0, width = 0;           // the table: rows ids of width values each
     std::optional<std::int64_t> padding_idx{};  // as embedding()'s
-    Initializer init = init::normal(0, 1);      // of NAME.w (paddle.nn.Embedding's default: xavier; N(0, 1) as torch)
+    Initializer init = init::normal(0, 1);      // of NAME.w: N(0, 1) as torch.nn.Embedding (Paddle's is Xavier)
 };
 
 // embedding() with its table NAME.w [rows, width] created (or shared) by name.
-template <element_type T, class I> Var<T> embedding(const Var<I>& ids, const std::string& name, const Embedding& o) {
+template <element_type T = float, class I>
+Var<T> embedding(const Var<I>& ids, const std::string& name, const Embedding& o) {
     Program p(detail::state_of(ids));
     if (o.rows <= 0 || o.width <= 0)
         throw shape_error("dlgraph.shape.lookup_table", "embedding '" + name + "': rows and width must be > 0, not " +

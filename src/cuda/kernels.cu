@@ -268,6 +268,8 @@ template <class T, class Visit> void visit_unop(unop op, const unary_params& pr,
         case unop::hard_swish: return v(k::hard_swish_fn<T>{T(p[0]), T(p[1]), T(p[2])});
         case unop::softplus: return v(k::softplus_fn<T>{T(p[0]), T(p[1])});
         case unop::swish: return v(k::swish_fn<T>{T(p[0])});
+        case unop::clip: return v(k::clip_fn<T>{T(p[0]), T(p[1])});
+        case unop::pow: return v(k::pow_factor_fn<T>{T(p[0])});
     }
 }
 

@@ -687,6 +687,8 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::hard_swish, floats<unary_op<unop::hard_swish, 3>>());
     set(op_id::softplus, floats<unary_op<unop::softplus, 2>>());
     set(op_id::swish, floats<unary_op<unop::swish, 1>>());
+    set(op_id::clip, floats<unary_op<unop::clip, 2>>());
+    set(op_id::pow, floats<unary_op<unop::pow, 1>>());
     set(op_id::softsign_grad, floats<unary_grad_op<unop::softsign>>());
     set(op_id::sin_grad, floats<unary_grad_op<unop::sin>>());
     set(op_id::cos_grad, floats<unary_grad_op<unop::cos>>());
@@ -704,6 +706,8 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::hard_swish_grad, floats<unary_grad_op<unop::hard_swish, 3>>());
     set(op_id::softplus_grad, floats<unary_grad_op<unop::softplus, 2>>());
     set(op_id::swish_grad, floats<unary_grad_op<unop::swish, 1>>());
+    set(op_id::clip_grad, floats<unary_grad_op<unop::clip, 2>>());
+    set(op_id::pow_grad, floats<unary_grad_op<unop::pow, 1>>());
     set(op_id::scale, arith<scale_op>());
     set(op_id::assign, stored<copy_op<0>>());
     set(op_id::reshape, stored<copy_op<ops::reshape_op::X>>());

@@ -264,7 +264,8 @@ inline fixed_case activations_case() {
     const std::vector<Var<double>> outs{
         gelu(x), gelu(x, true), leaky_relu(x, 0.3), elu(x, 0.7), relu6(x, 1.5), hard_sigmoid(x, 0.4, 0.6),
         hard_swish(x, 5.0, 4.0, 2.0), softplus(x, 2.0, 3.0), swish(x, 1.3), softsign(x), sin(x), cos(x),
-        reciprocal(pos), rsqrt(pos), floor(x), ceil(x), round(scale(x, 2.0)), sign(x)};
+        reciprocal(pos), rsqrt(pos), floor(x), ceil(x), round(scale(x, 2.0)), sign(x), clip(x, -0.5, 0.7),
+        pow(pos, 1.7), pow(x, 3.0)};
     b.c.feeds.push_back({"x", Shape{3, 37}});
     for (const auto& o : outs) b.c.fetches.push_back(o.name());
     return std::move(b.c);

@@ -43,21 +43,30 @@ template <class T, class F> inline void unary_loop(std::int64_t n, const T* x, T
     split_loop<T>(n, [&](std::int64_t b, std::int64_t e) { kernels::unary_loop_serial(e - b, x + b, z + b, f); });
 }
 
-// Runs f over broadcast operands: the output is visited in row-major order
-// with an inner run as long as both operands keep one access pattern.
-template <class T, class F> void broadcast_apply(const Tensor& X, const Tensor& Y, std::int64_t axis, Tensor& Z, F f) {
+// Runs run(n, x, sx, y, sy, z) over broadcast operands X, Y of T into Z of
+// U: the output is visited in row-major order with an inner run as long as
+// both operands keep one access pattern (strides sx, sy of 0 or 1).
+template <class T, class U, class Run>
+void broadcast_each(const Tensor& X, const Tensor& Y, std::int64_t axis, Tensor& Z, Run run) {
     const T* x = X.data<T>();
     const T* y = Y.data<T>();
-    T* z = Z.data<T>();
+    U* z = Z.data<U>();
     const std::int64_t n = Z.numel();
     if (n == 0) return;
-    if (X.numel() == n && Y.numel() == n) return binary_loop(n, x, 1, y, 1, z, f);
-    if (Y.numel() == 1 && X.numel() == n) return binary_loop(n, x, 1, y, 0, z, f);
-    if (X.numel() == 1 && Y.numel() == n) return binary_loop(n, x, 0, y, 1, z, f);
+    if (X.numel() == n && Y.numel() == n) return run(n, x, 1, y, 1, z);
+    if (Y.numel() == 1 && X.numel() == n) return run(n, x, 1, y, 0, z);
+    if (X.numel() == 1 && Y.numel() == n) return run(n, x, 0, y, 1, z);
     const kernels::broadcast_geometry g = kernels::broadcast_walk_of(
         X.shape().begin(), X.rank(), Y.shape().begin(), Y.rank(), axis, Z.shape().begin(), Z.rank());
     kernels::broadcast_runs(g, n, [&](std::int64_t ox, std::int64_t oy, std::int64_t oz) {
-        binary_loop(g.inner, x + ox, g.sx, y + oy, g.sy, z + oz, f);
+        run(g.inner, x + ox, g.sx, y + oy, g.sy, z + oz);
+    });
+}
+
+// Binary op f over broadcast operands, threaded where a run is long.
+template <class T, class F> void broadcast_apply(const Tensor& X, const Tensor& Y, std::int64_t axis, Tensor& Z, F f) {
+    broadcast_each<T, T>(X, Y, axis, Z, [&](std::int64_t n, const T* x, int sx, const T* y, int sy, T* z) {
+        binary_loop(n, x, sx, y, sy, z, f);
     });
 }
 
@@ -282,6 +291,8 @@ inline void hard_sigmoid_kernels(OpDef& d) { elementwise_unary_attrs<kernels::ha
 inline void hard_swish_kernels(OpDef& d) { elementwise_unary_attrs<kernels::hard_swish_fn>::attach(d); }
 inline void softplus_kernels(OpDef& d) { elementwise_unary_attrs<kernels::softplus_fn>::attach(d); }
 inline void swish_kernels(OpDef& d) { elementwise_unary_attrs<kernels::swish_fn>::attach(d); }
+inline void clip_kernels(OpDef& d) { elementwise_unary_attrs<kernels::clip_fn>::attach(d); }
+inline void pow_kernels(OpDef& d) { elementwise_unary_attrs<kernels::pow_factor_fn>::attach(d); }
 inline void leaky_relu_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::leaky_relu_fn>::attach(d); }
 inline void elu_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::elu_fn>::attach(d); }
 inline void relu6_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::relu6_fn>::attach(d); }
@@ -289,6 +300,8 @@ inline void hard_sigmoid_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<k
 inline void hard_swish_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::hard_swish_fn>::attach(d); }
 inline void softplus_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::softplus_fn>::attach(d); }
 inline void swish_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::swish_fn>::attach(d); }
+inline void clip_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::clip_fn>::attach(d); }
+inline void pow_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::pow_factor_fn>::attach(d); }
 
 inline void scale_kernels(OpDef& d) { d.kernels = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>(); }
 inline void assign_kernels(OpDef& d) {

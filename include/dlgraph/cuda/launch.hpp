@@ -38,7 +38,7 @@ enum class unop : int {
     relu, sigmoid, tanh, exp, log, sqrt, abs, square,
     softsign, sin, cos, reciprocal, rsqrt, floor, ceil, round, sign, gelu, gelu_tanh,
     // with attributes (unary_params): kernels/elementwise.hpp's Fn<T>{p[0], ...}
-    leaky_relu, elu, relu6, hard_sigmoid, hard_swish, softplus, swish
+    leaky_relu, elu, relu6, hard_sigmoid, hard_swish, softplus, swish, clip, pow
 };
 // A unary op's FLOAT attributes, in the op's order.
 struct unary_params {

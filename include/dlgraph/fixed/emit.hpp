@@ -613,13 +613,15 @@ inline std::string unary_functor(const std::string& type, const std::string& T, 
     static const char* plain[] = {"relu",  "sigmoid",    "tanh",  "exp",  "log",   "sqrt",  "abs",  "square",
                                   "softsign", "sin", "cos", "reciprocal", "rsqrt", "floor", "ceil", "round", "sign"};
     // Functors Fn<T>{attribute 0, ...}: every attribute FLOAT.
-    static const char* with_attrs[] = {"leaky_relu", "elu", "relu6", "hard_sigmoid", "hard_swish", "softplus", "swish"};
+    static const char* with_attrs[] = {"leaky_relu", "elu",   "relu6", "hard_sigmoid", "hard_swish",
+                                       "softplus",   "swish", "clip",  "pow"};
     for (const char* n : plain)
         if (type == n) return std::string("dlgraph::kernels::") + n + "_fn{}";
     if (type == "gelu") return attrs.at(0).b ? "dlgraph::kernels::gelu_tanh_fn{}" : "dlgraph::kernels::gelu_fn{}";
     for (const char* n : with_attrs) {
         if (type != n) continue;
-        std::string f = std::string("dlgraph::kernels::") + n + "_fn<" + T + ">{";
+        const std::string fn = type == "pow" ? "pow_factor" : n;  // pow_fn is elementwise_pow's
+        std::string f = "dlgraph::kernels::" + fn + "_fn<" + T + ">{";
         for (std::size_t k = 0; k < attrs.size(); ++k)
             f += (k ? ", " : "") + std::string("dlgraph::kernels::convert<") + T + ">(" + double_literal(attrs[k].f) + ")";
         return f + "}";

@@ -280,6 +280,30 @@ template <class T> struct swish_fn {  // beta
     }
 };
 
+// Paddle's clip: min where x < min, max where x > max, else x (NaN stays);
+// the gradient passes only strictly inside (min, max).
+template <class T> struct clip_fn {  // min, max
+    static constexpr int params = 2;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T lo, hi;
+    template <class V> DLGRAPH_HD V operator()(V a) const {
+        return vm::select(a < V(lo), V(lo), vm::select(a > V(hi), V(hi), a));
+    }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        return vm::select(x > V(lo), vm::select(x < V(hi), dout, V(0)), V(0));
+    }
+};
+// Paddle's pow: x ^ factor, its gradient factor * x ^ (factor - 1).
+template <class T> struct pow_factor_fn {  // factor
+    static constexpr int params = 1;
+    static constexpr bool grad_reads_out = false;  // grad reads Out (else X)
+    T factor;
+    template <class V> DLGRAPH_HD V operator()(V a) const { return vm::pow(a, V(factor)); }
+    template <class V> DLGRAPH_HD V grad(V x, V, V dout) const {
+        return dout * V(factor) * vm::pow(x, V(factor) - V(1));
+    }
+};
+
 // x * s (a mean's 1/n, softmax's 1/sum).
 template <class T> struct scale_by_fn {
     T s;

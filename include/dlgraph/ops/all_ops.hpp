@@ -20,6 +20,7 @@
 #include "dlgraph/cpu/fill.hpp"
 #include "dlgraph/cpu/index.hpp"
 #include "dlgraph/cpu/io_ops.hpp"
+#include "dlgraph/cpu/logic.hpp"
 #include "dlgraph/cpu/matmul.hpp"
 #include "dlgraph/cpu/memcpy.hpp"
 #include "dlgraph/cpu/norm.hpp"

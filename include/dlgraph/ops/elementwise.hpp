@@ -198,6 +198,19 @@ inline std::vector<AttrDef> hard_swish_attrs() {
 }
 inline std::vector<AttrDef> softplus_attrs() { return {float_attr("beta", 1.0), float_attr("threshold", 20.0)}; }
 inline std::vector<AttrDef> swish_attrs() { return {float_attr("beta", 1.0)}; }
+// Paddle's clip requires min and max; the defaults are paddle.clip's (the
+// FP32 range). Its optional Min and Max tensor inputs are not supported.
+inline std::vector<AttrDef> clip_attrs() {
+    return {float_attr("min", -3.4028234663852886e38), float_attr("max", 3.4028234663852886e38)};
+}
+inline std::vector<AttrDef> pow_attrs() { return {float_attr("factor", 1.0)}; }
+// clip and clip_grad: X's shape, with min <= max.
+inline void clip_infer(const InferContext& c) {
+    const double lo = c.attr(0).f, hi = c.attr(1).f;
+    if (!(lo <= hi))
+        c.fail("dlgraph.shape.clip", "min " + std::to_string(lo) + " must not exceed max " + std::to_string(hi));
+    c.set(0, c.dtype(0), c.shape(0));
+}
 
 inline OpDef gelu_def() {
     return elementwise_unary_def<kernels::gelu_fn>("gelu", "gelu_grad",
@@ -228,6 +241,15 @@ inline OpDef softplus_def() {
     return elementwise_unary_def<kernels::softplus_fn<float>>(
         "softplus", "softplus_grad", "Out = log(1 + exp(beta * X)) / beta, or X where beta * X > threshold",
         softplus_attrs());
+}
+inline OpDef clip_def() {
+    OpDef d = elementwise_unary_def<kernels::clip_fn<float>>("clip", "clip_grad", "Out = min(max(X, min), max)",
+                                                             clip_attrs());
+    d.infer = &clip_infer;
+    return d;
+}
+inline OpDef pow_def() {
+    return elementwise_unary_def<kernels::pow_factor_fn<float>>("pow", "pow_grad", "Out = X ^ factor", pow_attrs());
 }
 inline OpDef swish_def() {
     return elementwise_unary_def<kernels::swish_fn<float>>("swish", "swish_grad", "Out = X * sigmoid(beta * X)",
@@ -315,6 +337,12 @@ inline OpDef hard_swish_grad_def() {
 inline OpDef softplus_grad_def() {
     return elementwise_unary_grad::make("softplus_grad", kernels::softplus_fn<float>::grad_reads_out,
                                         softplus_attrs());
+}
+inline OpDef clip_grad_def() {
+    return elementwise_unary_grad::make("clip_grad", kernels::clip_fn<float>::grad_reads_out, clip_attrs());
+}
+inline OpDef pow_grad_def() {
+    return elementwise_unary_grad::make("pow_grad", kernels::pow_factor_fn<float>::grad_reads_out, pow_attrs());
 }
 inline OpDef swish_grad_def() {
     return elementwise_unary_grad::make("swish_grad", kernels::swish_fn<float>::grad_reads_out, swish_attrs());

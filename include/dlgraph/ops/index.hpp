@@ -3,8 +3,9 @@
 // embedding lookups, and their gradients. The math is in kernels/index.hpp,
 // the CPU kernels in cpu/index.hpp.
 //
-// Deviation from Paddle: is_sparse is accepted but W@GRAD is always a dense
-// tensor (dlgraph has no SelectedRows); the values are the same.
+// Deviations from Paddle: is_sparse is accepted but W@GRAD is always a dense
+// tensor (dlgraph has no SelectedRows; the values are the same); a W with a
+// dim of 0 is refused; is_distributed and remote_prefetch are refused.
 #pragma once
 
 #include <string>
@@ -29,7 +30,12 @@ template <bool V2> struct lookup_table_op {
         else c.dtype_in(Ids, {DataType::INT64});
         const Shape& ws = c.shape(W);
         const Shape& is = c.shape(Ids);
-        if (ws.rank() != 2) c.fail("dlgraph.shape.lookup_table", "W is " + to_string(ws) + ": it must be [rows, width]");
+        if (ws.rank() != 2 || ws[0] == 0 || ws[1] == 0)
+            c.fail("dlgraph.shape.lookup_table", "W is " + to_string(ws) + ": it must be [rows, width], neither 0");
+        for (int a : {static_cast<int>(is_distributed), static_cast<int>(remote_prefetch)})
+            if (c.attr(a).b)
+                c.fail("dlgraph.shape.lookup_table", std::string(a == is_distributed ? "is_distributed" : "remote_prefetch") +
+                                                         " is set: a table on a parameter server is not supported");
         const std::int64_t pad = c.attr(padding_idx).i;
         if (pad != kernels::no_padding && (pad < 0 || (ws[0] >= 0 && pad >= ws[0])))
             c.fail("dlgraph.shape.lookup_table", "padding_idx " + std::to_string(pad) + " is out of range for W of shape " +
@@ -63,11 +69,23 @@ template <bool V2> struct lookup_table_op {
     }
 };
 
+// Paddle's attributes of lookup_table (v2's are the same), so that programs
+// Paddle saved load: all but padding_idx concern its parameter server and
+// sparse updates, accepted at their defaults (is_sparse at either value).
 inline std::vector<AttrDef> lookup_table_attrs() {
     return {{"is_sparse", Attribute::make_bool("is_sparse", false)},
             {"is_distributed", Attribute::make_bool("is_distributed", false)},
             {"padding_idx", Attribute::make_long("padding_idx", kernels::no_padding)},
-            {"remote_prefetch", Attribute::make_bool("remote_prefetch", false)}};
+            {"remote_prefetch", Attribute::make_bool("remote_prefetch", false)},
+            {"grad_inplace", Attribute::make_bool("grad_inplace", false)},
+            {"trainer_id", Attribute::make_int("trainer_id", 0)},
+            {"height_sections", Attribute::make_ints("height_sections", {})},
+            {"epmap", Attribute::make_strings("epmap", {})},
+            {"table_names", Attribute::make_strings("table_names", {})},
+            {"entry_config", Attribute::make_string("entry_config", "")},
+            {"is_test", Attribute::make_bool("is_test", false)},
+            {"entry", Attribute::make_string("entry", "none")},
+            {"table_class", Attribute::make_string("table_class", "none")}};
 }
 
 template <bool V2> OpDef lookup_table_def_of() {

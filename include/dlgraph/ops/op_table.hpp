@@ -38,7 +38,9 @@
     X(softsign_grad) X(sin_grad) X(cos_grad) X(reciprocal_grad) X(rsqrt_grad) X(floor_grad) X(ceil_grad)        \
     X(round_grad) X(sign_grad) X(gelu_grad) X(leaky_relu_grad) X(elu_grad) X(relu6_grad) X(hard_sigmoid_grad)  \
     X(hard_swish_grad) X(softplus_grad) X(swish_grad) X(layer_norm) X(layer_norm_grad) X(log_softmax)             \
-    X(log_softmax_grad) X(lookup_table) X(lookup_table_grad) X(lookup_table_v2) X(lookup_table_v2_grad)
+    X(log_softmax_grad) X(lookup_table) X(lookup_table_grad) X(lookup_table_v2) X(lookup_table_v2_grad)  \
+    X(less_than) X(less_equal) X(greater_than) X(greater_equal) X(equal) X(not_equal) X(logical_and) X(logical_or) \
+    X(logical_xor) X(logical_not) X(where) X(where_grad) X(clip) X(clip_grad) X(pow) X(pow_grad)
 
 namespace dlgraph {
 
