@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace k = dlgraph::kernels;
@@ -147,6 +148,51 @@ TEST_CASE_TEMPLATE("kernels::softmax_row: large logits neither overflow nor lose
     CHECK(std::isfinite(lse));
     CHECK(std::abs(static_cast<double>(lse) - 1001.0 - std::log(2 + 2 * std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0))) <
           1e-3);
+}
+
+// A column of a strided axis is shifted as a row is: by its max when that is
+// finite, else by 0. Every column below, on the strided path (inner = 19:
+// vectors of columns and single ones), gives the row path's values: close
+// where finite, the same infinities and NaNs where not.
+TEST_CASE_TEMPLATE("kernels::softmax and log_softmax: non-finite columns of a strided axis as rows", T, float, double) {
+    const T inf = std::numeric_limits<T>::infinity();
+    const std::int64_t d = 3, inner = 19;
+    std::vector<T> x = uniform<T>(static_cast<std::size_t>(d * inner), 17, -3, 3);
+    auto set_column = [&](std::int64_t j, T a, T b, T c) {
+        x[static_cast<std::size_t>(j)] = a;
+        x[static_cast<std::size_t>(inner + j)] = b;
+        x[static_cast<std::size_t>(2 * inner + j)] = c;
+    };
+    for (std::int64_t j : {0, 5, 17}) set_column(j, -inf, -inf, -inf);  // no finite max
+    for (std::int64_t j : {1, 9, 18}) set_column(j, T(1), inf, T(-2));  // a +inf max
+    for (std::int64_t j : {2, 10}) set_column(j, -inf, T(2), -inf);     // a finite max among -infs
+    std::vector<T> y(x.size()), ly(x.size());
+    k::softmax(x.data(), y.data(), 1, d, inner);
+    k::log_softmax(x.data(), ly.data(), 1, d, inner);
+    for (std::int64_t j = 0; j < inner; ++j) {
+        CAPTURE(j);
+        std::vector<T> col(static_cast<std::size_t>(d)), row(col.size()), lrow(col.size());
+        for (std::int64_t r = 0; r < d; ++r) col[static_cast<std::size_t>(r)] = x[static_cast<std::size_t>(r * inner + j)];
+        k::softmax(col.data(), row.data(), 1, d, 1);
+        k::log_softmax(col.data(), lrow.data(), 1, d, 1);
+        for (std::int64_t r = 0; r < d; ++r) {
+            const auto at = static_cast<std::size_t>(r * inner + j);
+            const auto i = static_cast<std::size_t>(r);
+            for (auto [got, want] : {std::pair{y[at], row[i]}, std::pair{ly[at], lrow[i]}}) {
+                if (std::isfinite(want)) CHECK(std::abs(double(got) - double(want)) <= tol<T>() * (1 + std::abs(double(want))));
+                else if (std::isnan(want)) CHECK(std::isnan(got));
+                else CHECK(got == want);
+            }
+        }
+    }
+    // The rows' own values for the columns with a finite max: exact 0 and 1.
+    CHECK(y[2] == T(0));
+    CHECK(y[static_cast<std::size_t>(inner + 2)] == T(1));
+    CHECK(ly[static_cast<std::size_t>(inner + 2)] == T(0));
+    CHECK(ly[2] == -inf);
+    // A +inf max: 0 beside it and NaN (inf / inf) at it, as the row path gives.
+    CHECK(y[1] == T(0));
+    CHECK(std::isnan(y[static_cast<std::size_t>(inner + 1)]));
 }
 
 TEST_CASE_TEMPLATE("kernels::softmax and softmax_grad over [outer, d, inner]", T, float, double) {

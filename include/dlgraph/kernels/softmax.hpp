@@ -76,36 +76,55 @@ inline T softmax_row(const T* x, T* y, N n_, const L& loops = {}) noexcept(L::no
     return shift + std::log(s);
 }
 
-// Softmax over the middle dim of a [d, inner] block (d > 0, inner > 1),
-// vectorised across `inner` so every load is contiguous.
-template <class T, class D, class I> inline void softmax_strided(const T* x, T* y, D d_, I inner_) noexcept {
-    const std::int64_t d = extent(d_), inner = extent(inner_);
+// ---- strided blocks ---------------------------------------------------------------------------
+//
+// Over the middle dim of a [d, inner] block (inner > 1) the kernels work on
+// columns, vectorised across inner so every load is contiguous: the same
+// code runs on a vector of columns (V = batch<T>) and on one column (V = T).
+
+template <class V, class T> inline V load_as(const T* p) noexcept {
+    if constexpr (is_batch<V>) return V::load_unaligned(p);
+    else return *p;
+}
+template <class V, class T> inline void store_as(const V& v, T* p) noexcept {
+    if constexpr (is_batch<V>) v.store_unaligned(p);
+    else *p = v;
+}
+
+// column(V(0), j) for the columns j of [d, inner]: W at a time, then one at a time.
+template <class T, class F> inline void for_columns(std::int64_t inner, F column) noexcept {
     std::int64_t j = 0;
-    auto column = [&](auto zero, std::int64_t jj) {
-        using V = decltype(zero);
-        auto ld = [](const T* p) {
-            if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
-        };
-        auto st = [](V v, T* p) {
-            if constexpr (is_batch<V>) v.store_unaligned(p); else *p = v;
-        };
-        V m = ld(x + jj);
-        for (std::int64_t k = 1; k < d; ++k) m = max_fn{}(m, ld(x + k * inner + jj));
-        V s = zero;
-        for (std::int64_t k = 0; k < d; ++k) {
-            const V e = vm::exp(ld(x + k * inner + jj) - m);
-            st(e, y + k * inner + jj);
-            s = s + e;
-        }
-        const V inv = V(T(1)) / s;
-        for (std::int64_t k = 0; k < d; ++k) st(ld(y + k * inner + jj) * inv, y + k * inner + jj);
-    };
     if constexpr (simd_type<T>) {
         using B = batch<T>;
         constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
         for (; j + W <= inner; j += W) column(B(T(0)), j);
     }
     for (; j < inner; ++j) column(T(0), j);
+}
+
+// The shift of a softmax column: its max, or 0 where the max is not finite
+// (all -inf, or a +inf, or a NaN), as softmax_row does.
+template <class V, class T> inline V column_shift(const T* x, std::int64_t d, std::int64_t inner) noexcept {
+    V m = load_as<V>(x);
+    for (std::int64_t k = 1; k < d; ++k) m = max_fn{}(m, load_as<V>(x + k * inner));
+    return vm::select(vm::abs(m) < V(std::numeric_limits<T>::infinity()), m, V(T(0)));
+}
+
+// Softmax over the middle dim of a [d, inner] block (d > 0, inner > 1).
+template <class T, class D, class I> inline void softmax_strided(const T* x, T* y, D d_, I inner_) noexcept {
+    const std::int64_t d = extent(d_), inner = extent(inner_);
+    for_columns<T>(inner, [&](auto zero, std::int64_t j) {
+        using V = decltype(zero);
+        const V m = column_shift<V>(x + j, d, inner);
+        V s = zero;
+        for (std::int64_t k = 0; k < d; ++k) {
+            const V e = vm::exp(load_as<V>(x + k * inner + j) - m);
+            store_as(e, y + k * inner + j);
+            s = s + e;
+        }
+        const V inv = V(T(1)) / s;
+        for (std::int64_t k = 0; k < d; ++k) store_as(load_as<V>(y + k * inner + j) * inv, y + k * inner + j);
+    });
 }
 
 // Softmax along the middle dim of a row-major [outer, d, inner] array: rows
@@ -137,29 +156,19 @@ inline void softmax_grad_row(const T* y, const T* dy, T* dx, N n_, const L& loop
     loops.binary(n, y, 1, dy, 1, dx, softmax_grad_fn<T>{dot});
 }
 
-// The same over the middle dim of a [d, inner] block, vectorised across inner.
+// The same over the middle dim of a [d, inner] block.
 template <class T, class D, class I>
 inline void softmax_grad_strided(const T* y, const T* dy, T* dx, D d_, I inner_) noexcept {
     const std::int64_t d = extent(d_), inner = extent(inner_);
-    auto column = [&](auto zero, std::int64_t j) {
+    for_columns<T>(inner, [&](auto zero, std::int64_t j) {
         using V = decltype(zero);
-        auto ld = [](const T* p) {
-            if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
-        };
         V dot = zero;
-        for (std::int64_t k = 0; k < d; ++k) dot = dot + ld(y + k * inner + j) * ld(dy + k * inner + j);
+        for (std::int64_t k = 0; k < d; ++k) dot = dot + load_as<V>(y + k * inner + j) * load_as<V>(dy + k * inner + j);
         for (std::int64_t k = 0; k < d; ++k) {
-            const V r = ld(y + k * inner + j) * (ld(dy + k * inner + j) - dot);
-            if constexpr (is_batch<V>) r.store_unaligned(dx + k * inner + j); else dx[k * inner + j] = r;
+            const std::int64_t at = k * inner + j;
+            store_as(load_as<V>(y + at) * (load_as<V>(dy + at) - dot), dx + at);
         }
-    };
-    std::int64_t j = 0;
-    if constexpr (simd_type<T>) {
-        using B = batch<T>;
-        constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
-        for (; j + W <= inner; j += W) column(B(T(0)), j);
-    }
-    for (; j < inner; ++j) column(T(0), j);
+    });
 }
 
 // softmax's gradient over a row-major [outer, d, inner] array (y = Out,
@@ -224,28 +233,14 @@ inline void log_softmax(const T* x, T* y, O outer_, D d_, I inner_, const L& loo
             loops.unary(d, xo, yo, log_softmax_of_row(xo, d));
             continue;
         }
-        auto column = [&](auto zero, std::int64_t j) {
+        for_columns<T>(inner, [&](auto zero, std::int64_t j) {
             using V = decltype(zero);
-            auto ld = [](const T* p) {
-                if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
-            };
-            V m = ld(xo + j);
-            for (std::int64_t k = 1; k < d; ++k) m = max_fn{}(m, ld(xo + k * inner + j));
+            const V m = column_shift<V>(xo + j, d, inner);
             V s = zero;
-            for (std::int64_t k = 0; k < d; ++k) s = s + vm::exp(ld(xo + k * inner + j) - m);
+            for (std::int64_t k = 0; k < d; ++k) s = s + vm::exp(load_as<V>(xo + k * inner + j) - m);
             const V l = vm::log(s);
-            for (std::int64_t k = 0; k < d; ++k) {
-                const V r = (ld(xo + k * inner + j) - m) - l;
-                if constexpr (is_batch<V>) r.store_unaligned(yo + k * inner + j); else yo[k * inner + j] = r;
-            }
-        };
-        std::int64_t j = 0;
-        if constexpr (simd_type<T>) {
-            using B = batch<T>;
-            constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
-            for (; j + W <= inner; j += W) column(B(T(0)), j);
-        }
-        for (; j < inner; ++j) column(T(0), j);
+            for (std::int64_t k = 0; k < d; ++k) store_as((load_as<V>(xo + k * inner + j) - m) - l, yo + k * inner + j);
+        });
     }
 }
 
@@ -263,26 +258,15 @@ inline void log_softmax_grad(const T* y, const T* dy, T* dx, O outer_, D d_, I i
                          log_softmax_grad_fn<T>{fold_row(dy + off, d, T(0), add_fn{})});
             continue;
         }
-        auto column = [&](auto zero, std::int64_t j) {
+        for_columns<T>(inner, [&](auto zero, std::int64_t j) {
             using V = decltype(zero);
-            auto ld = [](const T* p) {
-                if constexpr (is_batch<V>) return V::load_unaligned(p); else return *p;
-            };
             V s = zero;
-            for (std::int64_t k = 0; k < d; ++k) s = s + ld(dy + off + k * inner + j);
+            for (std::int64_t k = 0; k < d; ++k) s = s + load_as<V>(dy + off + k * inner + j);
             for (std::int64_t k = 0; k < d; ++k) {
                 const std::int64_t at = off + k * inner + j;
-                const V r = ld(dy + at) - vm::exp(ld(y + at)) * s;
-                if constexpr (is_batch<V>) r.store_unaligned(dx + at); else dx[at] = r;
+                store_as(load_as<V>(dy + at) - vm::exp(load_as<V>(y + at)) * s, dx + at);
             }
-        };
-        std::int64_t j = 0;
-        if constexpr (simd_type<T>) {
-            using B = batch<T>;
-            constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
-            for (; j + W <= inner; j += W) column(B(T(0)), j);
-        }
-        for (; j < inner; ++j) column(T(0), j);
+        });
     }
 }
 
