@@ -840,13 +840,17 @@ std::vector<bool> folded(int rank, const std::vector<std::int64_t>& dims, bool a
     return red;
 }
 
-// The max of x over the folded dims, as the forward op lays it out.
-Tensor reduce_max_of(const Tensor& x, const std::vector<bool>& red, const Shape& out_shape) {
+// The max, min or product of x over the folded dims, as the forward op lays
+// it out (what the grad ops read as Out).
+Tensor reduce_of(std::string_view op, const Tensor& x, const std::vector<bool>& red, const Shape& out_shape) {
     Tensor out(x.dtype(), out_shape);
     visit_dtype(x.dtype(), [&]<class T>(type_tag<T>) {
         if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+            const T inf = std::numeric_limits<T>::infinity();
+            const T init = op == "reduce_max" ? -inf : op == "reduce_min" ? inf : T(1);
+            auto f = [&](T a, T b) { return op == "reduce_max" ? std::max(a, b) : op == "reduce_min" ? std::min(a, b) : a * b; };
             T* y = out.data<T>();
-            std::fill(y, y + out.numel(), -std::numeric_limits<T>::infinity());
+            std::fill(y, y + out.numel(), init);
             const Shape& s = x.shape();
             const T* xp = x.data<T>();
             std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank()), 0);
@@ -854,14 +858,14 @@ Tensor reduce_max_of(const Tensor& x, const std::vector<bool>& red, const Shape&
                 std::int64_t o = 0;
                 for (int k = 0; k < s.rank(); ++k)
                     if (!red[static_cast<std::size_t>(k)]) o = o * s[k] + idx[static_cast<std::size_t>(k)];
-                y[o] = std::max(y[o], xp[i]);
+                y[o] = f(y[o], xp[i]);
                 for (int k = s.rank() - 1; k >= 0; --k) {
                     if (++idx[static_cast<std::size_t>(k)] < s[k]) break;
                     idx[static_cast<std::size_t>(k)] = 0;
                 }
             }
         } else {
-            throw std::logic_error("reduce_max_of: FP32 or FP64 only");
+            throw std::logic_error("reduce_of: FP32 or FP64 only");
         }
     });
     return out;
@@ -878,9 +882,13 @@ void reduce_cases(case_list& out) {
         cb.in("x", t, s, g).op(op, {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
         out.push_back(cb.done());
     };
-    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
-        const bool ints_ok = std::string_view(op) != "reduce_mean";
-        const gen g = std::string_view(op) == "reduce_max" ? grid(-6, 6, 0.5) : uni(-2, 2);
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
+        const std::string_view o = op;
+        const bool ints_ok = o != "reduce_mean";
+        // Products of many values stay in range near 1.
+        const gen g = o == "reduce_max" || o == "reduce_min" ? grid(-6, 6, 0.5)
+                      : o == "reduce_prod"                  ? uni(0.99, 1.01)
+                                                            : uni(-2, 2);
         red(op, "rows_dim1_7x1023", FP32, {7, 1023}, {1}, false, false, g);
         red(op, "columns_dim0_1023x7", FP64, {1023, 7}, {0}, false, false, g);
         red(op, "dims_0_2_keep_dim", FP32, {4, 5, 6}, {0, 2}, true, false, g);
@@ -892,6 +900,7 @@ void reduce_cases(case_list& out) {
         red(op, "large_rows_600x512", FP32, {600, 512}, {1}, false, false, g);
         red(op, "large_columns_600x512", FP32, {600, 512}, {0}, false, false, g);
         red(op, "large_all_307200", FP32, {307200}, {0}, false, true, g);
+        if (o == "reduce_prod") red(op, "zeros_and_signs_6x7", FP64, {6, 7}, {1}, false, false, grid(-2, 2, 1));
         if (ints_ok) {
             red(op, "dim1_5x9", INT32, {5, 9}, {1});
             red(op, "dim0_keep_dim_6x4", INT64, {6, 4}, {0}, true);
@@ -899,9 +908,9 @@ void reduce_cases(case_list& out) {
         }
     }
 
-    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
         const std::string grad = std::string(op) + "_grad";
-        const bool is_max = std::string_view(op) == "reduce_max";
+        const bool reads_out = std::string_view(op) != "reduce_sum" && std::string_view(op) != "reduce_mean";
         auto one = [&](std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> dims, bool keep,
                        bool all) {
             case_builder cb(case_name(grad, t, variant));
@@ -910,8 +919,9 @@ void reduce_cases(case_list& out) {
             if (all) at.push_back(a_bool("reduce_all", true));
             const Shape os = forward_shape(op, t, {{"X", s}}, at, "Out");
             rng rx = cb.rng_for("x"), ro = cb.rng_for("out");
-            Tensor x = make(t, s, rx, grid(-6, 6, 0.5));  // ties for max
-            Tensor o = is_max ? reduce_max_of(x, folded(s.rank(), dims, all), os) : make(t, os, ro, uni(-2, 2));
+            // Ties for max and min; zeros, alone and several in a group, for prod.
+            Tensor x = make(t, s, rx, std::string_view(op) == "reduce_prod" ? grid(-2, 2, 0.5) : grid(-6, 6, 0.5));
+            Tensor o = reads_out ? reduce_of(op, x, folded(s.rank(), dims, all), os) : make(t, os, ro, uni(-2, 2));
             cb.in("x", std::move(x)).in("out", std::move(o)).in("out@GRAD", t, os, uni(-1, 1));
             cb.op(grad, {{"X", {"x"}}, {"Out", {"out"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
             out.push_back(cb.done());
@@ -922,6 +932,14 @@ void reduce_cases(case_list& out) {
         one("reduce_all", FP64, {3, 4, 5}, {0}, false, true);
         one("negative_dim", FP32, {3, 4, 5}, {-1}, false, false);
         one("empty_dim0", FP64, {0, 5}, {0}, false, false);
+    }
+
+    for (const char* op : {"reduce_all", "reduce_any"}) {
+        red(op, "rows_dim1_7x33", BOOL, {7, 33}, {1}, false, false, ints(0, 1));
+        red(op, "columns_dim0_33x7", BOOL, {33, 7}, {0}, false, false, ints(0, 1));
+        red(op, "dims_0_2_keep_dim", BOOL, {4, 5, 6}, {0, 2}, true, false, ints(0, 1));
+        red(op, "reduce_all_3x4x5", BOOL, {3, 4, 5}, {0}, false, true, ints(0, 1));
+        red(op, "empty_dim0", BOOL, {0, 5}, {0}, false, false, ints(0, 1));
     }
 
     auto mean = [&](std::string_view variant, DataType t, const Shape& s) {

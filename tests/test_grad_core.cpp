@@ -123,6 +123,8 @@ TEST_CASE("reduction gradients match finite differences") {
             grad_check::check({{"x", x}}, [&](P&, const V& v) { return reduce_sum(v[0], dims, keep); });
             grad_check::check({{"x", x}}, [&](P&, const V& v) { return reduce_mean(v[0], dims, keep); });
             grad_check::check({{"x", x}}, [&](P&, const V& v) { return reduce_max(v[0], dims, keep); });
+            grad_check::check({{"x", x}}, [&](P&, const V& v) { return reduce_min(v[0], dims, keep); });
+            grad_check::check({{"x", x}}, [&](P&, const V& v) { return reduce_prod(v[0], dims, keep); });
         }
 }
 

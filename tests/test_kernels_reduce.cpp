@@ -128,7 +128,7 @@ template <class T> void check_all_dim_sets(const dims_t& dims, std::uint64_t see
                 const double want = static_cast<double>(dout[static_cast<std::size_t>(ref.out_of[i])]) / static_cast<double>(ref.count);
                 CHECK(std::abs(static_cast<double>(dx[i]) - want) <= tol<T>() * 2);
             }
-            k::reduce_max_grad(x.data(), max.data(), dout.data(), dims.data(), r, red, dx.data());
+            k::reduce_extreme_grad(x.data(), max.data(), dout.data(), dims.data(), r, red, dx.data());
             for (std::size_t i = 0; i < dx.size(); ++i) {
                 const auto o = static_cast<std::size_t>(ref.out_of[i]);
                 CHECK(dx[i] == (static_cast<double>(x[i]) == ref.max[o] ? dout[o] : T(0)));

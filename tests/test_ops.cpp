@@ -789,7 +789,7 @@ TEST_CASE_TEMPLATE("mean: everything to [1]", T, float, double) {
 }
 
 namespace {
-enum class red_kind { sum, mean, max };
+enum class red_kind { sum, mean, max, min, prod };
 
 // Reduces over the dims flagged in `red`; Out shape per keep_dim (Paddle: [1]
 // when nothing is left).
@@ -803,7 +803,8 @@ std::pair<shape_t, std::vector<double>> ref_reduce(const std::vector<double>& x,
     }
     if (out.empty()) out = {1};
     const std::size_t n = count(out_full);
-    std::vector<double> acc(n, kind == red_kind::max ? -std::numeric_limits<double>::infinity() : 0.0);
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> acc(n, kind == red_kind::max ? -inf : kind == red_kind::min ? inf : kind == red_kind::prod ? 1.0 : 0.0);
     std::vector<std::size_t> cnt(n, 0);
     for (std::size_t f = 0; f < x.size(); ++f) {
         shape_t idx = unravel(f, shape);
@@ -811,6 +812,8 @@ std::pair<shape_t, std::vector<double>> ref_reduce(const std::vector<double>& x,
             if (red[i]) idx[i] = 0;
         const std::size_t o = ravel(idx, out_full);
         if (kind == red_kind::max) acc[o] = std::max(acc[o], x[f]);
+        else if (kind == red_kind::min) acc[o] = std::min(acc[o], x[f]);
+        else if (kind == red_kind::prod) acc[o] *= x[f];
         else acc[o] += x[f];
         ++cnt[o];
     }
@@ -827,6 +830,8 @@ template <class T> dlgraph::Var<T> apply_reduce(red_kind k, const dlgraph::Var<T
     switch (k) {
         case red_kind::sum: return dlgraph::reduce_sum(x, dims, keep);
         case red_kind::mean: return dlgraph::reduce_mean(x, dims, keep);
+        case red_kind::min: return dlgraph::reduce_min(x, dims, keep);
+        case red_kind::prod: return dlgraph::reduce_prod(x, dims, keep);
         default: return dlgraph::reduce_max(x, dims, keep);
     }
 }
@@ -1006,6 +1011,168 @@ TEST_CASE("reduce: explicit reduce_all attribute, unknown dims, empty inputs, er
     check_close(xt::xarray<float>(t.eval(em, {{e, ev}})), {3},
                 std::vector<double>(3, -std::numeric_limits<double>::infinity()));
     check_close(xt::xarray<float>(t.eval(ek, {{e, ev}})), {0}, {});
+}
+
+// reduce_min is exact; reduce_prod is within (count + 1) rounding errors of
+// the double product (values of magnitude 0.9 to 1.1 with random signs, so
+// products of thousands stay in range). Sizes past the vector width, the 8
+// batches in flight and a pairwise leaf, on every axis.
+TEST_CASE_TEMPLATE("reduce_min / reduce_prod: dim sets, keep_dim, reduce_all, odd sizes", T, float, double) {
+    const double eps = std::numeric_limits<T>::epsilon();
+    std::uint64_t seed = 301;
+    for (auto shape : {shape_t{2, 3, 4, 5}, shape_t{3, 1, 17, 2}, shape_t{3, 1037}, shape_t{1037, 3},
+                       shape_t{2, 3 * 4096 + 77}, shape_t{5, 7, 333}})
+        for (auto dims : std::vector<std::vector<std::int64_t>>{{0}, {1}, {-1}, {0, 2}, {1, 2}, {}})
+            for (bool keep : {false, true}) {
+                const auto rank = static_cast<std::int64_t>(shape.size());
+                bool fits = true;
+                for (auto d : dims) fits = fits && d < rank;
+                if (!fits) continue;
+                std::vector<bool> red(shape.size(), dims.empty());
+                for (auto d : dims) red[static_cast<std::size_t>(d < 0 ? d + rank : d)] = true;
+                auto xv = rnd<T>(shape, seed++, 0.9, 1.1);
+                std::mt19937_64 g(seed);
+                for (auto& v : xv)
+                    if (g() % 2) v = -v;
+                std::size_t folded = 1;
+                for (std::size_t i = 0; i < shape.size(); ++i)
+                    if (red[i]) folded *= shape[i];
+                for (red_kind k : {red_kind::min, red_kind::prod}) {
+                    INFO("shape " << to_string(to_shape(shape)) << " dims " << to_string(Shape(dims)) << " keep "
+                                  << keep << (k == red_kind::min ? " min" : " prod"));
+                    Program p;
+                    auto x = p.input<T>("x", to_shape(shape));
+                    auto out = apply_reduce(k, x, dims, keep);
+                    auto [os, want] = ref_reduce(as_double(xv), shape, red, keep, k);
+                    Session<dlgraph::cpu> s(p);
+                    xt::xarray<T> got = s.eval(out, {{x, xv}});
+                    if (k == red_kind::min) check_close(got, os, want, {}, 0.0);
+                    else
+                        check_close(got, os, want, std::vector<double>(want.size(), 0.0),
+                                    static_cast<double>(folded + 1) * eps);
+                }
+            }
+}
+
+TEST_CASE_TEMPLATE("reduce_min / reduce_prod: integers are exact, and products wrap", T, std::int32_t, std::int64_t) {
+    const shape_t shape{3, 4, 5};
+    for (auto dims : std::vector<std::vector<std::int64_t>>{{1}, {0, 2}, {}})
+        for (red_kind k : {red_kind::min, red_kind::prod}) {
+            // Factors in [-3, 3]: at most 3^60 would overflow, so prod folds at most 20.
+            auto xv = k == red_kind::min ? rnd_int<T>(shape, 83, -1000, 1000) : rnd_int<T>(shape, 84, -3, 3);
+            if (k == red_kind::prod && dims.empty()) xv = rnd_int<T>(shape, 85, -1, 1);
+            Program p;
+            auto x = p.input<T>("x", to_shape(shape));
+            auto out = apply_reduce(k, x, dims, false);
+            std::vector<bool> red(3, dims.empty());
+            for (auto d : dims) red[static_cast<std::size_t>(d)] = true;
+            auto [os, want] = ref_reduce(as_double(xv), shape, red, false, k);
+            Session<dlgraph::cpu> s(p);
+            xt::xarray<T> got = s.eval(out, {{x, xv}});
+            std::vector<T> wt;
+            for (auto v : want) wt.push_back(static_cast<T>(v));
+            check_exact(got, os, wt);
+        }
+    // Past the type's range a product wraps, as NumPy's does: modulo 2^bits.
+    using U = std::make_unsigned_t<T>;
+    const T big = std::numeric_limits<T>::max() / 3 + 7;
+    Program p;
+    auto x = p.input<T>("x", {3});
+    auto out = dlgraph::reduce_prod(x);
+    Session<dlgraph::cpu> s(p);
+    xt::xarray<T> got = s.eval(out, {{x, xt::xarray<T>{big, T(5), T(-3)}}});
+    const T wrapped = static_cast<T>(static_cast<U>(static_cast<U>(big) * U(5)) * static_cast<U>(T(-3)));
+    CHECK(got(0) == wrapped);
+}
+
+// reduce_prod's gradient is the product of the other elements of the group:
+// dout * Out / x where the group has no zero (Paddle's formula), and at a
+// zero the product of the rest (Paddle's formula gives NaN there).
+TEST_CASE_TEMPLATE("reduce_prod_grad: groups without a zero, with one, with two", T, float, double) {
+    // Rows of [3, 4]: no zero; one zero; two zeros; a zero and a -0.
+    const xt::xarray<T> xv = {{T(2), T(-1.5), T(3), T(0.5)},
+                              {T(2), T(0), T(3), T(-4)},
+                              {T(0), T(5), T(0), T(7)},
+                              {T(-0.0), T(2), T(0.0), T(-3)}};
+    const xt::xarray<T> dv = {T(1.5), T(-2), T(3), T(0.25)};
+    Program p;
+    auto x = p.input<T>("x", {4, 4});
+    auto out = dlgraph::reduce_prod(x, {1});
+    auto d = p.input<T>("d", {4});
+    auto dx = dlgraph::apply_op<T>("reduce_prod_grad", {{"X", x}, {"Out", out}, {"Out@GRAD", d}},
+                                   {dlgraph::Attribute::make_ints("dim", {1})}, "X@GRAD");
+    Session<dlgraph::cpu> s(p);
+    xt::xarray<T> got = s.eval(dx, {{x, xv}, {d, dv}});
+    std::vector<double> want;
+    for (std::size_t r = 0; r < 4; ++r)
+        for (std::size_t j = 0; j < 4; ++j) {
+            double others = 1;
+            for (std::size_t k = 0; k < 4; ++k)
+                if (k != j) others *= static_cast<double>(xv(r, k));
+            want.push_back(static_cast<double>(dv(r)) * others);
+        }
+    check_close(got, {4, 4}, want, std::vector<double>(16, 0.0), 4 * std::numeric_limits<T>::epsilon());
+    CHECK(got(1, 1) == T(-2 * 2 * 3 * -4));  // the only zero: the product of the rest
+    CHECK(got(2, 0) == T(0));                // two zeros: every gradient is 0
+    CHECK(got(2, 1) == T(0));
+    for (auto v : got) CHECK_FALSE(std::isnan(v));
+}
+
+TEST_CASE("reduce_all / reduce_any: BOOL over dim sets; empty folds give true and false") {
+    const shape_t shape{3, 4, 5};
+    std::mt19937_64 g(7);
+    auto xv = xt::xarray<bool>::from_shape(shape);
+    for (auto& v : xv) v = g() % 4 != 0;  // mostly true, so some groups are all true
+    for (auto dims : std::vector<std::vector<std::int64_t>>{{0}, {1}, {2}, {0, 2}, {1, 2}, {}})
+        for (bool keep : {false, true})
+            for (bool any : {false, true}) {
+                INFO("dims " << to_string(Shape(dims)) << " keep " << keep << (any ? " any" : " all"));
+                Program p;
+                auto x = p.input<bool>("x", to_shape(shape));
+                auto out = any ? dlgraph::reduce_any(x, dims, keep) : dlgraph::reduce_all(x, dims, keep);
+                std::vector<bool> red(3, dims.empty());
+                for (auto d : dims) red[static_cast<std::size_t>(d)] = true;
+                // all: the min of 0/1 values; any: the max.
+                auto [os, want] = ref_reduce(as_double(xv), shape, red, keep, any ? red_kind::max : red_kind::min);
+                Session<dlgraph::cpu> s(p);
+                xt::xarray<bool> got = s.eval(out, {{x, xv}});
+                std::vector<bool> wb;
+                for (auto v : want) wb.push_back(v != 0);
+                REQUIRE(got.size() == wb.size());
+                CHECK(shape_t(got.shape().begin(), got.shape().end()) == os);
+                bool same = true;
+                for (std::size_t i = 0; i < wb.size(); ++i) same = same && got.data()[i] == wb[i];
+                CHECK(same);
+            }
+    // Over an empty dim: all of nothing is true, any of nothing is false.
+    Program q;
+    auto e = q.input<bool>("e", {0, 3});
+    auto ea = dlgraph::reduce_all(e, {0});
+    auto ey = dlgraph::reduce_any(e, {0});
+    Session<dlgraph::cpu> t(q);
+    auto ev = xt::xarray<bool>::from_shape({0, 3});
+    auto res = t.eval({ea, ey}, {{e.name(), dlgraph::Tensor::borrow(dlgraph::DataType::BOOL, Shape{0, 3}, ev.data())}});
+    for (int j = 0; j < 3; ++j) {
+        CHECK(res[0].data<bool>()[j]);
+        CHECK_FALSE(res[1].data<bool>()[j]);
+    }
+}
+
+TEST_CASE("reduce_min / prod / all / any: dtypes and dims refused by name") {
+    Program p;
+    auto b = p.input<bool>("b", {2, 3});
+    auto f = p.input<float>("f", {2, 3});
+    check_throws<dlgraph::type_error>([&] { dlgraph::reduce_min(b); },
+                                      {"reduce_min", "X must be FP32 or FP64 or INT32 or INT64"});
+    check_throws<dlgraph::type_error>([&] { dlgraph::reduce_prod(b); }, {"reduce_prod", "X must be FP32"});
+    check_throws<dlgraph::type_error>([&] { dlgraph::reduce_all(f); }, {"reduce_all", "X must be BOOL"});
+    check_throws<dlgraph::type_error>([&] { dlgraph::reduce_any(f); }, {"reduce_any", "X must be BOOL"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::reduce_any(b, {2}); },
+                                       {"dlgraph.shape.axis", "reduce_any", "dim 2 is out of range", "[2,3]"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::reduce_prod(f, {0, -2}); }, {"dim -2 is listed twice"});
+    // BOOL reductions have no gradient: a loss reached through one has none for X.
+    CHECK_FALSE(dlgraph::find_op("reduce_all")->differentiable());
+    CHECK_FALSE(dlgraph::find_op("reduce_any")->differentiable());
 }
 
 // ---- reshape ---------------------------------------------------------------------------------

@@ -551,6 +551,10 @@ template <element_type T> Var<T> mean(const Var<T>& x) {
 DLGRAPH_REDUCE(reduce_sum)
 DLGRAPH_REDUCE(reduce_mean)
 DLGRAPH_REDUCE(reduce_max)
+DLGRAPH_REDUCE(reduce_min)
+DLGRAPH_REDUCE(reduce_prod)
+DLGRAPH_REDUCE(reduce_all)
+DLGRAPH_REDUCE(reduce_any)
 #undef DLGRAPH_REDUCE
 
 // ---- convolutional networks ------------------------------------------------------------------

@@ -303,6 +303,10 @@ template <class T> __host__ __device__ T max_identity() {
     if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::lowest();
 }
+template <class T> __host__ __device__ T min_identity() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+}
 
 template <class T, class F>
 __global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, redop op) {
@@ -341,7 +345,7 @@ __global__ void reduce_grad_kernel(redop op, reduce_grad_walk w, const T* x, con
             o += rest % w.dims[d] * w.ost[d];
             rest /= w.dims[d];
         }
-        if (op == redop::max) dx[i] = x[i] == out[o] ? dout[o] : T(0);
+        if (op == redop::max || op == redop::min) dx[i] = x[i] == out[o] ? dout[o] : T(0);
         else if (op == redop::mean) dx[i] = dout[o] * scale;
         else if (op == redop::mean_all) dx[i] = dout[o] / scale;
         else dx[i] = dout[o];
@@ -606,6 +610,8 @@ template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y,
     if (w.outputs == 0) return;
     const unsigned grid = grid_items(w.outputs);
     if (op == redop::max) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, max_identity<T>(), k::max_fn{}, op);
+    else if (op == redop::min) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, min_identity<T>(), k::min_fn{}, op);
+    else if (op == redop::prod) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(1), k::mul_fn{}, op);
     else reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(0), k::add_fn{}, op);
 }
 template <class T>

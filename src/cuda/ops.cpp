@@ -724,6 +724,9 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::reduce_sum_grad, floats<reduce_grad_op<ck::redop::sum>>());
     set(op_id::reduce_mean_grad, floats<reduce_grad_op<ck::redop::mean>>());
     set(op_id::reduce_max_grad, floats<reduce_grad_op<ck::redop::max>>());
+    set(op_id::reduce_min, arith<reduce_op<ck::redop::min>>());
+    set(op_id::reduce_prod, arith<reduce_op<ck::redop::prod>>());
+    set(op_id::reduce_min_grad, floats<reduce_grad_op<ck::redop::min>>());
     set(op_id::softmax, floats<softmax_op>());
     set(op_id::softmax_grad, floats<softmax_grad_op>());
     set(op_id::log_softmax, floats<log_softmax_op>());

@@ -144,9 +144,11 @@ template <class T> struct builder {
                 if (rank == 1) return pool.push_back(mean(x));
                 std::vector<std::int64_t> dims{r.below(rank)};
                 const bool keep = r.coin();
-                switch (r.below(3)) {
+                switch (r.below(5)) {
                     case 0: pool.push_back(reduce_sum(x, dims, keep)); break;
                     case 1: pool.push_back(reduce_mean(x, dims, keep)); break;
+                    case 2: pool.push_back(reduce_min(x, dims, keep)); break;
+                    case 3: pool.push_back(reduce_prod(x, dims, keep)); break;
                     default: pool.push_back(reduce_max(x, dims, keep)); break;
                 }
                 return;

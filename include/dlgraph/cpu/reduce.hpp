@@ -5,6 +5,7 @@
 #pragma once
 
 #include "dlgraph/cpu/elementwise.hpp"
+#include "dlgraph/cpu/gemm.hpp"
 #include "dlgraph/kernels/reduce.hpp"
 #include "dlgraph/op.hpp"
 #include "dlgraph/ops/reduce.hpp"
@@ -66,13 +67,47 @@ struct reduce_mean_kind {
         kernels::reduce_mean_grad(d, dims, r, red, dx);
     }
 };
-struct reduce_max_kind {
+// max and min: the gradient goes to every position of the extreme.
+template <class Fold> struct reduce_extreme_kind {
     template <class T> static void run(const T* x, const std::int64_t* dims, int r, const bool* red, T* y, std::int64_t) {
-        kernels::reduce_max(x, dims, r, red, y);
+        Fold{}(x, dims, r, red, y);
     }
     template <class T>
     static void grad(const T* x, const T* out, const T* d, const std::int64_t* dims, int r, const bool* red, T* dx) {
-        kernels::reduce_max_grad(x, out, d, dims, r, red, dx);
+        kernels::reduce_extreme_grad(x, out, d, dims, r, red, dx);
+    }
+};
+struct max_fold {
+    template <class T> void operator()(const T* x, const std::int64_t* dims, int r, const bool* red, T* y) const {
+        kernels::reduce_max(x, dims, r, red, y);
+    }
+};
+struct min_fold {
+    template <class T> void operator()(const T* x, const std::int64_t* dims, int r, const bool* red, T* y) const {
+        kernels::reduce_min(x, dims, r, red, y);
+    }
+};
+// prod's gradient walks X twice, keeping two values per output element in
+// a workspace of the running thread (grown once, then kept).
+struct reduce_prod_kind {
+    template <class T> static void run(const T* x, const std::int64_t* dims, int r, const bool* red, T* y, std::int64_t) {
+        kernels::reduce_prod(x, dims, r, red, y);
+    }
+    template <class T>
+    static void grad(const T* x, const T* out, const T* d, const std::int64_t* dims, int r, const bool* red, T* dx) {
+        static thread_local gemm_detail::workspace<T> ws;
+        kernels::reduce_prod_grad(x, out, d, dims, r, red, dx, ws.get(kernels::reduce_prod_grad_work(dims, r, red)));
+    }
+};
+// all and any, on BOOL.
+struct reduce_all_kind {
+    static void run(const bool* x, const std::int64_t* dims, int r, const bool* red, bool* y, std::int64_t) {
+        kernels::reduce_all(x, dims, r, red, y);
+    }
+};
+struct reduce_any_kind {
+    static void run(const bool* x, const std::int64_t* dims, int r, const bool* red, bool* y, std::int64_t) {
+        kernels::reduce_any(x, dims, r, red, y);
     }
 };
 
@@ -94,13 +129,27 @@ inline void reduce_sum_kernels(OpDef& d) {
     d.kernels = cpu_kernels<reduce_op<reduce_sum_kind>, float, double, std::int32_t, std::int64_t>();
 }
 inline void reduce_mean_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_op<reduce_mean_kind>, float, double>(); }
+using reduce_max_kind = reduce_extreme_kind<max_fold>;
+using reduce_min_kind = reduce_extreme_kind<min_fold>;
 inline void reduce_max_kernels(OpDef& d) {
     d.kernels = cpu_kernels<reduce_op<reduce_max_kind>, float, double, std::int32_t, std::int64_t>();
 }
+inline void reduce_min_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<reduce_op<reduce_min_kind>, float, double, std::int32_t, std::int64_t>();
+}
+inline void reduce_prod_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<reduce_op<reduce_prod_kind>, float, double, std::int32_t, std::int64_t>();
+}
+inline void reduce_all_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_op<reduce_all_kind>, bool>(); }
+inline void reduce_any_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_op<reduce_any_kind>, bool>(); }
 inline void reduce_sum_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_grad_op<reduce_sum_kind>, float, double>(); }
 inline void reduce_mean_grad_kernels(OpDef& d) {
     d.kernels = cpu_kernels<reduce_grad_op<reduce_mean_kind>, float, double>();
 }
 inline void reduce_max_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_grad_op<reduce_max_kind>, float, double>(); }
+inline void reduce_min_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_grad_op<reduce_min_kind>, float, double>(); }
+inline void reduce_prod_grad_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<reduce_grad_op<reduce_prod_kind>, float, double>();
+}
 
 }  // namespace dlgraph::cpu_ops

@@ -45,7 +45,8 @@ struct unary_params {
     double p[3] = {};
 };
 // mean: times 1/count (reduce_mean); mean_all: divided by count (mean).
-enum class redop : int { sum, mean, mean_all, max };
+// prod has no gradient kernel (a CUDA session runs reduce_prod_grad on the host).
+enum class redop : int { sum, mean, mean_all, max, min, prod };
 
 // How a broadcasting binary op walks its output of `rank` dims zs: X's and
 // Y's element strides per output dim (0 along a dim broadcast).

@@ -8,7 +8,7 @@
 // itself cannot fail: it has no error path, no heap and no exceptions.
 //
 // Supported: the inference ops with kernels in the core (element-wise,
-// scale, assign, mul, matmul, softmax, mean, reduce_sum/mean/max, reshape,
+// scale, assign, mul, matmul, softmax, mean, reduce_sum/mean/max/min/prod, reshape,
 // transpose, concat, split, cast, sum) in FP32 and FP64 (integer dtypes
 // where the CPU has them). softmax_with_cross_entropy whose Loss no fetched
 // target needs is emitted as the softmax it computes (the label is then not
@@ -766,7 +766,8 @@ inline bool emitter::step(int s, std::ostream& o) {
           << numel(in(st, 0)) << ");\n";
         return true;
     }
-    if (type == "reduce_sum" || type == "reduce_mean" || type == "reduce_max") {
+    if (type == "reduce_sum" || type == "reduce_mean" || type == "reduce_max" || type == "reduce_min" ||
+        type == "reduce_prod") {
         if (!fp && (type == "reduce_mean" || (dt != DataType::INT32 && dt != DataType::INT64))) return false;
         const int x = in(st, 0);
         const Shape& xs = meta(x).shape;

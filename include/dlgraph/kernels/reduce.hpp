@@ -122,6 +122,19 @@ template <class T> constexpr T max_identity() noexcept {
     return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 }
 
+// The min of nothing: +inf (or the largest integer).
+template <class T> constexpr T min_identity() noexcept {
+    return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+}
+
+// reduce_all / reduce_any's folds of BOOL.
+struct and_fn {
+    DLGRAPH_HD bool operator()(bool a, bool b) const { return a && b; }
+};
+struct or_fn {
+    DLGRAPH_HD bool operator()(bool a, bool b) const { return a || b; }
+};
+
 // The factor that turns a sum of `count` elements into their mean; an empty
 // fold gives 0 * inf = NaN, as NumPy's mean does.
 template <class T> inline T mean_factor(std::int64_t count) noexcept { return T(1) / static_cast<T>(count); }
@@ -131,6 +144,19 @@ template <class T, class R> inline void reduce_sum(const T* x, const std::int64_
 }
 template <class T, class R> inline void reduce_max(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y) noexcept {
     reduce_into(x, dims, rank, red, y, max_identity<T>(), max_fn{});
+}
+template <class T, class R> inline void reduce_min(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y) noexcept {
+    reduce_into(x, dims, rank, red, y, min_identity<T>(), min_fn{});
+}
+// Integers wrap (as NumPy's prod); the product of nothing is 1.
+template <class T, class R> inline void reduce_prod(const T* x, const std::int64_t* dims, R rank, const bool* red, T* y) noexcept {
+    reduce_into(x, dims, rank, red, y, T(1), mul_fn{});
+}
+template <class R> inline void reduce_all(const bool* x, const std::int64_t* dims, R rank, const bool* red, bool* y) noexcept {
+    reduce_into(x, dims, rank, red, y, true, and_fn{});
+}
+template <class R> inline void reduce_any(const bool* x, const std::int64_t* dims, R rank, const bool* red, bool* y) noexcept {
+    reduce_into(x, dims, rank, red, y, false, or_fn{});
 }
 // The serial reduce_mean (the CPU device splits the scaling over threads,
 // which gives the same bits: unary_loop cuts at whole vectors).
@@ -227,11 +253,11 @@ inline void reduce_mean_grad(const T* dout, const std::int64_t* dims, R rank, co
     });
 }
 
-// reduce_max's gradient: dout[o] where X equals the max it folded into,
-// every tied position included; 0 elsewhere.
+// reduce_max's and reduce_min's gradient: dout[o] where X equals the
+// extreme (Out) it folded into, every tied position included; 0 elsewhere.
 template <class T, class R>
-inline void reduce_max_grad(const T* x, const T* out, const T* dout, const std::int64_t* dims, R rank, const bool* red,
-                            T* dx) noexcept {
+inline void reduce_extreme_grad(const T* x, const T* out, const T* dout, const std::int64_t* dims, R rank,
+                                const bool* red, T* dx) noexcept {
     reduce_grad_runs(dims, rank, red, [&](std::int64_t i, std::int64_t o, std::int64_t len, std::int64_t step) {
         const T* __restrict xs = x + i;
         T* __restrict d = dx + i;
@@ -240,6 +266,47 @@ inline void reduce_max_grad(const T* x, const T* out, const T* dout, const std::
             for (std::int64_t j = 0; j < len; ++j) d[j] = xs[j] == m ? g : T(0);
         } else {
             for (std::int64_t j = 0; j < len; ++j) d[j] = xs[j] == out[o + j] ? dout[o + j] : T(0);
+        }
+    });
+}
+
+// The scratch reduce_prod_grad needs: two values per output element.
+template <class R> inline std::int64_t reduce_prod_grad_work(const std::int64_t* dims, R rank, const bool* red) noexcept {
+    return 2 * kept_count(dims, rank, red);
+}
+
+// reduce_prod's gradient: dx = dout times the product of the other elements
+// of X that fold into the same output. Where none of them is 0 that is
+// dout * Out / x (as Paddle computes it everywhere); at a zero of X, where
+// Paddle's form gives NaN, the product of the others is taken instead: the
+// product of the group's nonzero elements at its only zero, 0 at every zero
+// of a group with two or more. `work` holds reduce_prod_grad_work(dims,
+// rank, red) elements: each group's count of zeros and product of nonzeros,
+// from a walk before the one that writes dx.
+template <class T, class R>
+inline void reduce_prod_grad(const T* x, const T* out, const T* dout, const std::int64_t* dims, R rank,
+                             const bool* red, T* dx, T* work) noexcept {
+    const std::int64_t kept = kept_count(dims, rank, red);
+    T* const zeros = work;
+    T* const nonzero = work + kept;
+    std::fill(zeros, zeros + kept, T(0));
+    std::fill(nonzero, nonzero + kept, T(1));
+    reduce_grad_runs(dims, rank, red, [&](std::int64_t i, std::int64_t o, std::int64_t len, std::int64_t step) {
+        for (std::int64_t j = 0; j < len; ++j) {
+            const T v = x[i + j];
+            const std::int64_t k = o + j * step;
+            if (v == T(0)) zeros[k] += T(1);
+            else nonzero[k] *= v;
+        }
+    });
+    reduce_grad_runs(dims, rank, red, [&](std::int64_t i, std::int64_t o, std::int64_t len, std::int64_t step) {
+        for (std::int64_t j = 0; j < len; ++j) {
+            const T v = x[i + j];
+            const std::int64_t k = o + j * step;
+            T g = T(0);
+            if (zeros[k] == T(0)) g = dout[k] * out[k] / v;
+            else if (zeros[k] == T(1) && v == T(0)) g = dout[k] * nonzero[k];
+            dx[i + j] = g;
         }
     });
 }

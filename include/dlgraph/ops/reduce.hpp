@@ -1,6 +1,6 @@
 // Reductions, their definitions: mean (of everything, Out [1] as in Paddle)
-// and reduce_sum / reduce_mean / reduce_max over a set of dims, and their
-// gradients. The math is in kernels/reduce.hpp (the kernel core: one strided
+// and reduce_sum / mean / max / min / prod / all / any over a set of dims,
+// and the gradients of those on numbers. The math is in kernels/reduce.hpp (the kernel core: one strided
 // fold for every dim set and functor), the CPU kernels in cpu/reduce.hpp.
 #pragma once
 
@@ -64,56 +64,61 @@ inline OpDef mean_grad_def() {
 
 // ---- reduce_* ------------------------------------------------------------------------------
 
-// Integers: whether the reduction takes INT32 and INT64 too (sum and max do;
-// mean is floating point only).
-template <bool Integers> struct reduce_op {
-    enum { dim = 0, keep_dim = 1, reduce_all = 2 };
-    static void infer(const InferContext& c) {
-        if constexpr (Integers) c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
-        else c.dtype_in(0, {DataType::FP32, DataType::FP64});
-        c.set(0, c.dtype(0), reduced_shape(c, c.shape(0)));
+// X's shape after the reduction the attributes (dim, keep_dim, reduce_all,
+// in this order in both a reduce op and its grad op) ask for.
+inline Shape reduced_shape(const InferContext& c, const Shape& s) {
+    enum { dim = 0, keep_dim = 1 };
+    bool red[max_rank];
+    std::int64_t bad = 0;
+    bool dup = false;
+    if (!reduced_dims(&c.attr(0), s.rank(), red, bad, dup))
+        c.fail("dlgraph.shape.axis", "dim " + std::to_string(bad) + (dup ? " is listed twice" : " is out of range") +
+                                         " for X of shape " + to_string(s) + " (dim is " + ints_text(c.attr(dim).ints) +
+                                         ")");
+    Shape out;
+    for (int i = 0; i < s.rank(); ++i) {
+        if (!red[i]) out.push_back(s[i]);
+        else if (c.attr(keep_dim).b) out.push_back(1);
     }
-    // X's shape after the reduction the attributes (dim, keep_dim,
-    // reduce_all, in this order in both the op and its grad op) ask for.
-    static Shape reduced_shape(const InferContext& c, const Shape& s) {
-        bool red[max_rank];
-        std::int64_t bad = 0;
-        bool dup = false;
-        if (!reduced_dims(&c.attr(0), s.rank(), red, bad, dup))
-            c.fail("dlgraph.shape.axis", "dim " + std::to_string(bad) +
-                                             (dup ? " is listed twice" : " is out of range") + " for X of shape " +
-                                             to_string(s) + " (dim is " + ints_text(c.attr(dim).ints) + ")");
-        Shape out;
-        for (int i = 0; i < s.rank(); ++i) {
-            if (!red[i]) out.push_back(s[i]);
-            else if (c.attr(keep_dim).b) out.push_back(1);
-        }
-        // Paddle keeps a rank-1 result when everything is folded.
-        if (out.empty()) out.push_back(1);
-        return out;
+    // Paddle keeps a rank-1 result when everything is folded.
+    if (out.empty()) out.push_back(1);
+    return out;
+}
+
+// The dtypes a reduction takes: floating point (mean), numbers (sum, max,
+// min, prod) or BOOL (all, any). Out has X's dtype.
+enum class reduce_dtypes { floats, numbers, bools };
+template <reduce_dtypes D> struct reduce_op {
+    static void infer(const InferContext& c) {
+        if constexpr (D == reduce_dtypes::numbers)
+            c.dtype_in(0, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
+        else if constexpr (D == reduce_dtypes::floats) c.dtype_in(0, {DataType::FP32, DataType::FP64});
+        else c.dtype_in(0, {DataType::BOOL});
+        c.set(0, c.dtype(0), reduced_shape(c, c.shape(0)));
     }
 };
 
-template <bool Integers> OpDef reduce_def(std::string_view type, std::string_view grad_type, std::string_view doc) {
+template <reduce_dtypes D> OpDef reduce_def(std::string_view type, std::string_view grad_type, std::string_view doc) {
     OpDef d{type, {{"X"}}, {{"Out"}},
             {{"dim", Attribute::make_ints("dim", {0})},
              {"keep_dim", Attribute::make_bool("keep_dim", false)},
              {"reduce_all", Attribute::make_bool("reduce_all", false)}},
-            &reduce_op<Integers>::infer};
+            &reduce_op<D>::infer};
     d.doc = doc;
-    d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
+    if (!grad_type.empty()) d.grad_spec = {grad_type, {"X"}, {"Out"}, {"X"}};
     return d;
 }
 
-// X, Out, Out@GRAD -> X@GRAD for reduce_sum / reduce_mean / reduce_max:
+// X, Out, Out@GRAD -> X@GRAD for reduce_sum / mean / max / min / prod:
 // each element of X takes the gradient of the output element it folded
-// into (scaled by 1/count for mean; only where X equals the max for max,
-// every tied position included).
+// into (scaled by 1/count for mean; only where X equals the max (min) for
+// max (min), every tied position included; times the product of the other
+// elements folded with it for prod).
 struct reduce_grad_op {
     enum { X = 0, Out = 1, DOut = 2 };
     static void infer(const InferContext& c) {
         c.same_dtype({X, Out, DOut});
-        const Shape out = reduce_op<true>::reduced_shape(c, c.shape(X));
+        const Shape out = reduced_shape(c, c.shape(X));
         check_grad_shape(c, out, Out, "Out");
         check_grad_shape(c, out, DOut, "Out@GRAD");
         c.set(0, c.dtype(X), c.shape(X));
@@ -129,12 +134,33 @@ inline OpDef reduce_grad_def(std::string_view type) {
     return d;
 }
 
-inline OpDef reduce_sum_def() { return reduce_def<true>("reduce_sum", "reduce_sum_grad", "Out = sum of X over dim"); }
-inline OpDef reduce_mean_def() { return reduce_def<false>("reduce_mean", "reduce_mean_grad", "Out = mean of X over dim"); }
-inline OpDef reduce_max_def() { return reduce_def<true>("reduce_max", "reduce_max_grad", "Out = max of X over dim"); }
+inline OpDef reduce_sum_def() {
+    return reduce_def<reduce_dtypes::numbers>("reduce_sum", "reduce_sum_grad", "Out = sum of X over dim");
+}
+inline OpDef reduce_mean_def() {
+    return reduce_def<reduce_dtypes::floats>("reduce_mean", "reduce_mean_grad", "Out = mean of X over dim");
+}
+inline OpDef reduce_max_def() {
+    return reduce_def<reduce_dtypes::numbers>("reduce_max", "reduce_max_grad", "Out = max of X over dim");
+}
+inline OpDef reduce_min_def() {
+    return reduce_def<reduce_dtypes::numbers>("reduce_min", "reduce_min_grad", "Out = min of X over dim");
+}
+inline OpDef reduce_prod_def() {
+    return reduce_def<reduce_dtypes::numbers>("reduce_prod", "reduce_prod_grad",
+                                              "Out = product of X over dim (integers wrap)");
+}
+inline OpDef reduce_all_def() {
+    return reduce_def<reduce_dtypes::bools>("reduce_all", "", "Out = whether every element of X over dim is true");
+}
+inline OpDef reduce_any_def() {
+    return reduce_def<reduce_dtypes::bools>("reduce_any", "", "Out = whether any element of X over dim is true");
+}
 
 inline OpDef reduce_sum_grad_def() { return reduce_grad_def("reduce_sum_grad"); }
 inline OpDef reduce_mean_grad_def() { return reduce_grad_def("reduce_mean_grad"); }
 inline OpDef reduce_max_grad_def() { return reduce_grad_def("reduce_max_grad"); }
+inline OpDef reduce_min_grad_def() { return reduce_grad_def("reduce_min_grad"); }
+inline OpDef reduce_prod_grad_def() { return reduce_grad_def("reduce_prod_grad"); }
 
 }  // namespace dlgraph::ops
