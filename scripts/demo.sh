@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-data
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+source scripts/configure.sh
+configure build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$(nproc)" --target fashion_mnist quickstart
 mkdir -p out
 # `--model cnn` trains the convolutional network instead (its files are

@@ -8,7 +8,7 @@
 # cross-compiler with newlib and QEMU, for fixed models on an emulated
 # Cortex-M4 (examples/embedded).
 set -euo pipefail
-pkgs=(build-essential cmake xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
+pkgs=(build-essential cmake ninja-build xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev zlib1g-dev)
 for arg in "$@"; do
   case "$arg" in

@@ -13,9 +13,10 @@ bash scripts/setup.sh --with-embedded --with-data
 jobs=${DLGRAPH_JOBS:-$(nproc)}
 # Each stage's heading says when it started (seconds since this script did).
 stage() { echo "== [${SECONDS}s] $*"; }
+source scripts/configure.sh
 
 stage "build and test (Release)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+configure build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" | tee build/ctest.log
 
@@ -24,15 +25,15 @@ cmake --build build -j "$jobs" --target dlgraph_portable_tests
 ./build/tests/dlgraph_portable_tests | tee build/portable.log
 
 stage "test under AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
+configure build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_EXAMPLES=OFF
 cmake --build build-asan -j "$jobs" --target dlgraph_tests dlgraph_cli dlgraph_fixed_tests
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(compile_fail|packaging)' \
   | tee build-asan/ctest.log
 
 stage "concurrency tests under ThreadSanitizer"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF >/dev/null
+configure build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DDLGRAPH_SANITIZE=thread -DDLGRAPH_BUILD_EXAMPLES=OFF
 cmake --build build-tsan -j "$jobs" --target dlgraph_thread_tests
 TSAN_OPTIONS=halt_on_error=1 ./build-tsan/tests/dlgraph_thread_tests | tee build-tsan/doctest.log
 stage "fuzz targets: corpora replayed, then 30 s each (scripts/fuzz.sh)"

@@ -514,6 +514,7 @@ struct CliRun {
     std::string out, err;
 };
 CliRun cli(const CkTempDir& dir, const std::string& args) {
+    REQUIRE_MESSAGE(std::filesystem::exists(DLGRAPH_CLI), "the CLI " DLGRAPH_CLI " is not built (target dlgraph_cli)");
     const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
     CliRun r;
     r.status = shell(shq(DLGRAPH_CLI) + " " + args + " >" + shq(out) + " 2>" + shq(err));

@@ -50,6 +50,7 @@ struct CliResult {
 
 // Runs the CLI with `args` (already quoted) in `dir`'s parent shell.
 CliResult run_cli(const CliTempDir& dir, const std::string& args) {
+    REQUIRE_MESSAGE(fs::exists(DLGRAPH_CLI), "the CLI " DLGRAPH_CLI " is not built (target dlgraph_cli)");
     const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
     const std::string cmd = q(DLGRAPH_CLI) + " " + args + " >" + q(out) + " 2>" + q(err);
     const int rc = std::system(cmd.c_str());
