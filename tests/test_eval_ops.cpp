@@ -12,13 +12,6 @@ using namespace dlgraph;
 
 namespace {
 
-template <class T> Tensor tensor_of(const Shape& shape, const std::vector<T>& values) {
-    Tensor t(dtype_of<T>, shape);
-    REQUIRE(static_cast<std::size_t>(t.numel()) == values.size());
-    std::copy(values.begin(), values.end(), t.data<T>());
-    return t;
-}
-
 // Values with many ties: integers in [lo, hi] (as T).
 template <class T> std::vector<T> random_values(std::size_t n, unsigned seed, int lo = -4, int hi = 4) {
     std::mt19937 rng(seed);

@@ -15,6 +15,14 @@
 #include <string>
 #include <vector>
 
+// A tensor of `shape` holding `values` (as many as it has elements).
+template <class T> dlgraph::Tensor tensor_of(const dlgraph::Shape& shape, const std::vector<T>& values) {
+    dlgraph::Tensor t(dlgraph::dtype_of<T>, shape);
+    REQUIRE(static_cast<std::size_t>(t.numel()) == values.size());
+    std::copy(values.begin(), values.end(), t.data<T>());
+    return t;
+}
+
 // Runs f and checks that it throws E whose message holds every part (the
 // function form of CHECK_THROWS_CONTAINING, for code in lambdas).
 template <class E, class F> void check_throws(F f, std::initializer_list<std::string> parts) {

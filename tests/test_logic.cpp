@@ -18,13 +18,6 @@ using V = std::vector<Var<double>>;
 
 namespace {
 
-template <class T> Tensor tensor_of(const Shape& s, const std::vector<T>& v) {
-    Tensor t(dtype_of<T>, s);
-    REQUIRE(static_cast<std::size_t>(t.numel()) == v.size());
-    std::copy(v.begin(), v.end(), t.data<T>());
-    return t;
-}
-
 std::vector<bool> bools(const Tensor& t) {
     REQUIRE(t.dtype() == DataType::BOOL);
     const bool* p = t.data<bool>();

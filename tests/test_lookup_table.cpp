@@ -17,13 +17,6 @@ using V = std::vector<Var<double>>;
 
 namespace {
 
-template <class I> Tensor ids_tensor(const Shape& s, const std::vector<I>& v) {
-    Tensor t(dtype_of<I>, s);
-    REQUIRE(static_cast<std::size_t>(t.numel()) == v.size());
-    std::copy(v.begin(), v.end(), t.data<I>());
-    return t;
-}
-
 // Out of a lookup: the rows of w [rows, width] at ids, 0 at the padding id.
 std::vector<double> reference(const std::vector<double>& w, std::int64_t width, const std::vector<std::int64_t>& ids,
                               std::int64_t pad) {
@@ -49,7 +42,7 @@ template <class T, class I> void check_lookup(bool v2, std::int64_t pad) {
     const xt::xarray<T> wv = xt::cast<T>(random({6, 5}, 7, -2, 2));
     Session<cpu> s(p);
     auto got = s.eval(std::vector<TargetRef>{out},
-                      {{w.name(), wv}, {ids.name(), ids_tensor<I>(ids_shape, std::vector<I>(idv.begin(), idv.end()))}});
+                      {{w.name(), wv}, {ids.name(), tensor_of<I>(ids_shape, std::vector<I>(idv.begin(), idv.end()))}});
     const auto want = reference(std::vector<double>(wv.begin(), wv.end()), width, idv, pad);
     const auto g = to_xarray<T>(got[0]);
     REQUIRE(g.size() == want.size());
@@ -68,14 +61,14 @@ TEST_CASE_TEMPLATE("lookup_table: Out is the rows of W at Ids, 0 at padding_idx"
 
 TEST_CASE("lookup_table: gradient of W matches finite differences; padding rows get none") {
     // Repeated ids (2 and 5 twice) add their rows of Out@GRAD.
-    const auto idv = ids_tensor<std::int64_t>({8}, {0, 5, 2, 2, 3, 1, 5, 4});
+    const auto idv = tensor_of<std::int64_t>({8}, {0, 5, 2, 2, 3, 1, 5, 4});
     grad_check::check({{"w", random({6, 3}, 21)}},
                       [](P& p, const V& v) { return embedding(p.input<std::int64_t>("ids", {8}), v[0]); },
                       {{"ids", idv}});
     grad_check::check({{"w", random({6, 3}, 22)}},
                       [](P& p, const V& v) { return embedding(p.input<std::int64_t>("ids", {8}), v[0], 2); },
                       {{"ids", idv}});
-    const auto id1 = ids_tensor<std::int64_t>({4, 1}, {1, 3, 1, 0});
+    const auto id1 = tensor_of<std::int64_t>({4, 1}, {1, 3, 1, 0});
     grad_check::check({{"w", random({4, 2}, 23)}},
                       [](P& p, const V& v) {
                           auto e = lookup_table(v[0], p.input<std::int64_t>("ids", {4, 1}));
@@ -90,7 +83,7 @@ TEST_CASE("lookup_table: gradient of W matches finite differences; padding rows 
     auto grads = append_backward(reduce_sum(embedding(ids, w, -1)));  // -1: the last row, 3
     REQUIRE(grads.size() == 1);
     Session<cpu> s(p);
-    auto g = s.eval(std::vector<TargetRef>{grads[0].second}, {{"ids", ids_tensor<std::int64_t>({5}, {3, 0, 3, 0, 1})}});
+    auto g = s.eval(std::vector<TargetRef>{grads[0].second}, {{"ids", tensor_of<std::int64_t>({5}, {3, 0, 3, 0, 1})}});
     const auto gv = g[0].values<double>();
     CHECK(std::vector<double>(gv.begin(), gv.end()) == std::vector<double>{2, 2, 1, 1, 0, 0, 0, 0});
 }
@@ -137,10 +130,10 @@ TEST_CASE("lookup_table: errors name the slot, the shape and the id") {
     const xt::xarray<float> wv = xt::ones<float>({10, 4});
     check_throws<value_error>(
         [&] {
-            s.eval(std::vector<TargetRef>{ok}, {{"w", wv}, {"ids", ids_tensor<std::int64_t>({3, 2}, {0, 1, 2, 10, 4, -1})}});
+            s.eval(std::vector<TargetRef>{ok}, {{"w", wv}, {"ids", tensor_of<std::int64_t>({3, 2}, {0, 1, 2, 10, 4, -1})}});
         },
         {"[dlgraph.value.id]", "lookup_table_v2", "id 10 (at 3) is out of range [0, 10)"});
-    auto good = s.eval(std::vector<TargetRef>{ok}, {{"w", wv}, {"ids", ids_tensor<std::int64_t>({3, 2}, {0, 1, 2, 9, 4, 5})}});
+    auto good = s.eval(std::vector<TargetRef>{ok}, {{"w", wv}, {"ids", tensor_of<std::int64_t>({3, 2}, {0, 1, 2, 9, 4, 5})}});
     CHECK(good[0].shape() == Shape{3, 2, 4});
 }
 
@@ -155,14 +148,14 @@ TEST_CASE("lookup_table: every bad id is caught: negative ones, INT32 ones, v1's
     auto e1 = lookup_table(w, i1, 3);
     Session<cpu> s(p);
     const Feed wf{"w", xt::xarray<double>(xt::ones<double>({5, 2}))};
-    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e64}, {wf, {"i64", ids_tensor<std::int64_t>({4}, {0, 4, -1, 1})}}); },
+    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e64}, {wf, {"i64", tensor_of<std::int64_t>({4}, {0, 4, -1, 1})}}); },
                               {"lookup_table_v2", "id -1 (at 2) is out of range [0, 5)"});
-    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e32}, {wf, {"i32", ids_tensor<std::int32_t>({4}, {0, -7, 5, 1})}}); },
+    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e32}, {wf, {"i32", tensor_of<std::int32_t>({4}, {0, -7, 5, 1})}}); },
                               {"id -7 (at 1) is out of range [0, 5)"});
-    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e1}, {wf, {"i1", ids_tensor<std::int64_t>({4, 1}, {3, 3, 5, 0})}}); },
+    check_throws<value_error>([&] { s.eval(std::vector<TargetRef>{e1}, {wf, {"i1", tensor_of<std::int64_t>({4, 1}, {3, 3, 5, 0})}}); },
                               {"lookup_table", "id 5 (at 2) is out of range [0, 5)"});
     // The padding id is never checked against the rows (it is in range anyway).
-    auto padded = s.eval(std::vector<TargetRef>{e1}, {wf, {"i1", ids_tensor<std::int64_t>({4, 1}, {3, 3, 4, 0})}});
+    auto padded = s.eval(std::vector<TargetRef>{e1}, {wf, {"i1", tensor_of<std::int64_t>({4, 1}, {3, 3, 4, 0})}});
     CHECK(padded[0].values<double>()[0] == 0.0);
 
     // The grad op by itself, as a loaded program would run it.
@@ -174,9 +167,9 @@ TEST_CASE("lookup_table: every bad id is caught: negative ones, INT32 ones, v1's
     CHECK(dw.shape() == Shape{5, 2});
     Session<cpu> gs(g);
     const Feed df{"d", xt::xarray<double>(xt::ones<double>({3, 2}))};
-    check_throws<value_error>([&] { gs.eval(std::vector<TargetRef>{dw}, {wf, df, {"ids", ids_tensor<std::int64_t>({3}, {1, -2, 9})}}); },
+    check_throws<value_error>([&] { gs.eval(std::vector<TargetRef>{dw}, {wf, df, {"ids", tensor_of<std::int64_t>({3}, {1, -2, 9})}}); },
                               {"lookup_table_v2_grad", "id -2 (at 1) is out of range [0, 5)"});
-    const auto res = gs.eval(std::vector<TargetRef>{dw}, {wf, df, {"ids", ids_tensor<std::int64_t>({3}, {1, 4, 1})}});
+    const auto res = gs.eval(std::vector<TargetRef>{dw}, {wf, df, {"ids", tensor_of<std::int64_t>({3}, {1, 4, 1})}});
     const auto ok = res[0].values<double>();
     CHECK(std::vector<double>(ok.begin(), ok.end()) == std::vector<double>{0, 0, 2, 2, 0, 0, 0, 0, 1, 1});
 }
