@@ -4,6 +4,7 @@
 // shape inference to declare its outputs, and fetches them.
 #include "op_cases.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -1195,8 +1196,9 @@ void optimizer_cases(case_list& out) {
     momentum("plain_mu_half_7", FP64, {7}, false, 0.5);
     momentum("nesterov_7", FP64, {7}, true, 0.9);
 
-    auto adam = [&](std::string_view variant, DataType t, const Shape& s, int step, std::vector<Attribute> at) {
-        case_builder cb(case_name("adam", t, variant));
+    auto adam = [&](std::string_view variant, DataType t, const Shape& s, int step, std::vector<Attribute> at,
+                    const std::string& type = "adam") {
+        case_builder cb(case_name(type, t, variant));
         double b1 = 0.9, b2 = 0.999;
         for (auto& a : at) {
             if (a.name == "beta1") b1 = a.f;
@@ -1206,7 +1208,7 @@ void optimizer_cases(case_list& out) {
         cb.param("moment1", t, s, uni(-0.1, 0.1)).param("moment2", t, s, uni(0, 0.01));
         cb.param("beta1_pow", t, {1}, [=](rng&, std::int64_t) { return std::pow(b1, step); });
         cb.param("beta2_pow", t, {1}, [=](rng&, std::int64_t) { return std::pow(b2, step); });
-        cb.op("adam",
+        cb.op(type,
               {{"Param", {"param"}}, {"Grad", {"grad"}}, {"LearningRate", {"lr"}}, {"Moment1", {"moment1"}},
                {"Moment2", {"moment2"}}, {"Beta1Pow", {"beta1_pow"}}, {"Beta2Pow", {"beta2_pow"}}},
               {{"ParamOut", {"param_out"}}, {"Moment1Out", {"moment1_out"}}, {"Moment2Out", {"moment2_out"}},
@@ -1218,6 +1220,9 @@ void optimizer_cases(case_list& out) {
     adam("step10_7", FP64, {7}, 10, {});
     adam("attrs_step3_13x5", FP32, {13, 5}, 3, {a_float("beta1", 0.8), a_float("beta2", 0.95), a_float("epsilon", 1e-6)});
     adam("large_65539", FP32, {65539}, 2, {});
+    adam("decay_1023", FP32, {1023}, 1, {a_float("coeff", 0.1), a_bool("with_decay", true)}, "adamw");
+    adam("decay_lr_ratio_step4_7", FP64, {7}, 4, {a_float("lr_ratio", 0.5), a_bool("with_decay", true)}, "adamw");
+    adam("without_decay_13x5", FP32, {13, 5}, 2, {}, "adamw");
 }
 
 // ---- chains that the session fuses (and runs in place) ----------------------------------------------
@@ -1540,6 +1545,54 @@ void lookup_table_cases(case_list& out) {
     }
 }
 
+// arg_max / arg_min (every X dtype; ties from a coarse grid), cumsum and
+// its gradient, one_hot / one_hot_v2 (INT32 and INT64 ids; some out of
+// range with allow_out_of_range).
+void index_cases(case_list& out) {
+    for (const char* op : {"arg_max", "arg_min"}) {
+        auto one = [&](std::string_view variant, DataType t, const Shape& s, std::vector<Attribute> at) {
+            case_builder cb(case_name(op, t, variant));
+            cb.in("x", t, s, is_fp(t) ? grid(-3, 3, 0.5) : ints(-5, 5)).op(op, {{"X", {"x"}}}, {{"Out", {"out"}}}, std::move(at));
+            out.push_back(cb.done());
+        };
+        one("axis1_7x33", FP32, {7, 33}, {a_long("axis", 1)});
+        one("axis0_keepdims_int32_33x7", FP64, {33, 7}, {a_long("axis", 0), a_bool("keepdims", true), a_int("dtype", 2)});
+        one("axis_minus2_3x9x5", INT32, {3, 9, 5}, {a_long("axis", -2)});
+        one("flatten_4x6", INT64, {4, 6}, {a_long("axis", 0), a_bool("flatten", true)});
+    }
+    auto cum = [&](std::string_view variant, DataType t, const Shape& s, std::vector<Attribute> at) {
+        case_builder cb(case_name("cumsum", t, variant));
+        cb.in("x", t, s, is_fp(t) ? uni(-1, 1) : ints(-1000, 1000)).op("cumsum", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+        if (!is_fp(t)) return;
+        const bool flat = std::any_of(at.begin(), at.end(), [](const Attribute& a) { return a.name == "flatten" && a.b; });
+        case_builder g(case_name("cumsum_grad", t, variant));
+        g.in("x", t, s, uni(-1, 1)).in("out@GRAD", t, flat ? Shape{s.numel()} : s, uni(-1, 1));
+        g.op("cumsum_grad", {{"X", {"x"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, std::move(at));
+        out.push_back(g.done());
+    };
+    cum("last_axis_7x1023", FP32, {7, 1023}, {});
+    cum("axis0_exclusive_33x7", FP64, {33, 7}, {a_int("axis", 0), a_bool("exclusive", true)});
+    cum("axis1_reverse_3x9x5", FP32, {3, 9, 5}, {a_int("axis", 1), a_bool("reverse", true)});
+    cum("flatten_exclusive_reverse_4x6", FP64, {4, 6}, {a_bool("flatten", true), a_bool("exclusive", true), a_bool("reverse", true)});
+    cum("axis1_5x9", INT32, {5, 9}, {a_int("axis", 1)});
+    cum("axis0_reverse_6x4", INT64, {6, 4}, {a_int("axis", 0), a_bool("reverse", true)});
+    for (bool v2 : {false, true}) {
+        const std::string type = v2 ? "one_hot_v2" : "one_hot";
+        auto one = [&](std::string_view variant, DataType t, const Shape& s, std::int64_t depth, DataType ot, bool allow) {
+            case_builder cb(case_name(type, t, variant));
+            cb.in("x", t, s, ints(allow ? -2 : 0, allow ? depth + 1 : depth - 1));
+            cb.op(type, {{"X", {"x"}}}, {{"Out", {"out"}}},
+                  {a_int("depth", depth), a_int("dtype", static_cast<int>(ot)), a_bool("allow_out_of_range", allow)});
+            out.push_back(cb.done());
+        };
+        one("depth10_fp32", INT64, v2 ? Shape{6, 5} : Shape{6, 5, 1}, 10, FP32, false);
+        one("depth3_int64_out_of_range_allowed", INT32, v2 ? Shape{17} : Shape{17, 1}, 3, INT64, true);
+        one("depth7_fp64", INT32, v2 ? Shape{2, 3, 4} : Shape{2, 3, 1}, 7, FP64, false);
+        one("depth4_int32", INT64, v2 ? Shape{9} : Shape{9, 1}, 4, INT32, false);
+    }
+}
+
 void logic_cases(case_list& out) {
     auto bin = [&](const std::string& type, std::string_view variant, DataType t, const Shape& xs, const Shape& ys,
                    const gen& g, std::vector<Attribute> at = {}) {
@@ -1651,6 +1704,7 @@ std::vector<op_case> all_op_cases() {
     activation_attr_cases(out);
     layer_norm_cases(out);
     lookup_table_cases(out);
+    index_cases(out);
     logic_cases(out);
     scale_assign_cases(out);
     fill_cases(out);

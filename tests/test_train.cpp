@@ -2,6 +2,8 @@
 // the step/loss contract, initializers, and a small model that learns.
 #include <dlgraph/optimizer.hpp>
 
+#include <cmath>
+
 #include "grad_check.hpp"
 
 using namespace dlgraph;
@@ -108,6 +110,110 @@ TEST_CASE("the learning rate is a variable a schedule can change") {
     s.eval(step.targets(), {{q.t, t}});
     CHECK(s.eval(q.w)(0) == doctest::Approx(0.5));  // w -= 0.25 * 2 * (0 - 1)
     CHECK_THROWS_CONTAINING(set_scalar(s, "t", 1.0), graph_error, "'t' is not a persistable variable");
+}
+
+TEST_CASE("adamw matches reference updates; decay_if exempts parameters") {
+    const std::vector<double> w0{0.5, -1.0, 2.0};
+    const xt::xarray<double> target = {1.0, 1.0, -1.0};
+    for (bool decays : {true, false}) {
+        INFO("decays " << decays);
+        quadratic q(w0);
+        AdamW opt(0.01, 0.1, 0.9, 0.999, 1e-8);
+        if (!decays) opt.decay_if([](const std::string& name) { return name != "w"; });
+        TrainStep step = opt.minimize(q.loss);
+        CHECK(q.p.desc().blocks[0].ops.back().type == "adamw");
+        Session<cpu> s(q.p);
+        s.eval(q.w);
+        s.scope().find("w")->get_mutable<Tensor>().copy_from(to_tensor(xt::xarray<double>(xt::adapt(w0, {w0.size()}))));
+        std::vector<double> w = w0, m(3, 0.0), u(3, 0.0);
+        for (int t = 1; t <= 5; ++t) {
+            s.eval(step.targets(), {{q.t, target}});
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                const double g = 2 * (w[i] - target(i));
+                if (decays) w[i] -= 0.01 * 0.1 * w[i];  // decoupled: before Adam's step, on the old moments' param
+                m[i] = 0.9 * m[i] + 0.1 * g;
+                u[i] = 0.999 * u[i] + 0.001 * g * g;
+                const double mh = m[i] / (1 - std::pow(0.9, t)), uh = u[i] / (1 - std::pow(0.999, t));
+                w[i] -= 0.01 * mh / (std::sqrt(uh) + 1e-8);
+            }
+            auto got = s.eval(q.w);
+            for (std::size_t i = 0; i < w.size(); ++i) CHECK(got(i) == doctest::Approx(w[i]).epsilon(1e-12));
+        }
+    }
+}
+
+// Each step's rate is LRSchedule::at(t) (t = 0 at the first step), and SGD
+// moves w by exactly that rate times the gradient.
+TEST_CASE_TEMPLATE("learning-rate schedules: step decay, cosine, warm-up, each step's rate", T, float, double) {
+    const std::vector<std::pair<const char*, LRSchedule>> schedules = {
+        {"step decay", LRSchedule::step_decay(0.5, 3, 0.5)},
+        {"cosine", LRSchedule::cosine(0.4, 6, 0.1)},
+        {"warm-up then cosine", LRSchedule::cosine(0.4, 4).with_warmup(3, 0.05)},
+        {"warm-up then constant", LRSchedule(0.3).with_warmup(4)},
+    };
+    for (const auto& [name, sched] : schedules) {
+        INFO(name);
+        Program p;
+        auto w = p.parameter<T>("w", {1}, init::constant(0));
+        auto loss = reduce_sum(w * p.constant<T>(T(1)));  // dloss/dw = 1: w falls by the rate each step
+        TrainStep step = SGD(sched).minimize(loss);
+        CHECK_FALSE(step.step_counter.empty());
+        Session<cpu> s(p);
+        auto rate = Var<T>(p.state(), step.learning_rate, -1);
+        double want_w = 0;
+        for (std::int64_t t = 0; t < 10; ++t) {
+            CAPTURE(t);
+            s.eval(step.targets(), {});
+            const double want = sched.at(t);
+            const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+            CHECK(static_cast<double>(s.eval(rate)(0)) == doctest::Approx(want).epsilon(tol));
+            want_w -= static_cast<double>(static_cast<T>(s.eval(rate)(0)));
+            CHECK(static_cast<double>(s.eval(w)(0)) == doctest::Approx(want_w).epsilon(tol * 10));
+        }
+    }
+    // A step decay floors multiples of step_size to themselves, in FP32 too.
+    CHECK(LRSchedule::step_decay(1, 3, 0.5).at(3) == 0.5);
+    CHECK(LRSchedule::step_decay(1, 3, 0.5).at(2) == 1.0);
+}
+
+TEST_CASE("a schedule's counter is a persistable the rate follows; a constant rate has none") {
+    Program p;
+    auto w = p.parameter<double>("w", {1}, init::constant(0));
+    auto loss = reduce_sum(square(w));
+    CHECK(SGD(0.1).minimize(loss).step_counter.empty());
+    Program q;
+    auto v = q.parameter<double>("v", {1}, init::constant(1));
+    TrainStep step = Momentum(LRSchedule::step_decay(0.1, 2, 0.1)).minimize(reduce_sum(square(v)));
+    Session<cpu> s(q);
+    for (int i = 0; i < 3; ++i) s.eval(step.targets(), {});
+    CHECK(s.eval(Var<double>(q.state(), step.step_counter, -1))(0) == 3.0);
+    // Evaluating the loss alone advances nothing.
+    s.eval(Var<double>(q.state(), "v", -1));
+    CHECK(s.eval(Var<double>(q.state(), step.step_counter, -1))(0) == 3.0);
+    check_throws<graph_error>([&] { SGD(LRSchedule::step_decay(0.1, 0)).minimize(loss); },
+                              {"dlgraph.graph.args", "sgd", "step_size >= 1"});
+    check_throws<graph_error>([&] { SGD(LRSchedule::cosine(0.1, 0)).minimize(loss); }, {"total_steps >= 1"});
+    check_throws<graph_error>([&] { SGD(0.1).clip_by_global_norm(-1).minimize(loss); }, {"global-norm clip is -1"});
+}
+
+// Two parameters with gradients 2 (w - t): both are scaled by clip / max(clip,
+// norm) where norm is over both; below the clip nothing changes.
+TEST_CASE("clip_by_global_norm scales every gradient by clip / max(clip, global norm)") {
+    for (double clip : {1.0, 100.0}) {
+        INFO("clip " << clip);
+        Program p;
+        auto a = p.parameter<double>("a", {2}, init::constant(3));
+        auto b = p.parameter<double>("b", {3}, init::constant(-2));
+        auto loss = reduce_sum(square(a)) + reduce_sum(square(b));
+        TrainStep step = SGD(0.1).clip_by_global_norm(clip).minimize(loss);
+        REQUIRE_FALSE(step.grad_norm.empty());
+        Session<cpu> s(p);
+        s.eval(step.targets(), {});
+        const double norm = std::sqrt(2 * 36.0 + 3 * 16.0);  // gradients 6 and -4
+        const double f = clip / std::max(clip, norm);
+        CHECK(s.eval(a)(0) == doctest::Approx(3 - 0.1 * 6 * f).epsilon(1e-14));
+        CHECK(s.eval(b)(2) == doctest::Approx(-2 + 0.1 * 4 * f).epsilon(1e-14));
+    }
 }
 
 TEST_CASE("initializers: same seed, same values; scale follows the fans") {

@@ -557,6 +557,35 @@ DLGRAPH_REDUCE(reduce_all)
 DLGRAPH_REDUCE(reduce_any)
 #undef DLGRAPH_REDUCE
 
+// Where along `axis` x is largest (arg_max) or smallest (arg_min): the first
+// of ties, a NaN beating every number. The positions are INT64 (I =
+// std::int32_t for INT32); without an axis, x is searched whole (Out [1]).
+#define DLGRAPH_ARG_EXTREME(fname)                                                                                  \
+    template <class I = std::int64_t, element_type T>                                                             \
+        requires(std::is_same_v<I, std::int64_t> || std::is_same_v<I, std::int32_t>)                            \
+    Var<I> fname(const Var<T>& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false) {       \
+        return detail::unary_out<I>(#fname, detail::state_of(x), {{"X", {x.name()}}},                           \
+                                    {Attribute::make_long("axis", axis.value_or(0)),                            \
+                                     Attribute::make_bool("keepdims", keepdims),                                \
+                                     Attribute::make_bool("flatten", !axis.has_value()),                        \
+                                     Attribute::make_int("dtype", static_cast<int>(dtype_of<I>))});             \
+    }
+DLGRAPH_ARG_EXTREME(arg_max)
+DLGRAPH_ARG_EXTREME(arg_min)
+#undef DLGRAPH_ARG_EXTREME
+
+// The running sums of x along `axis` (paddle.cumsum; without an axis over x
+// flattened, Out [numel]); exclusive leaves each element out of its own
+// sum, reverse sums from the end.
+template <element_type T>
+Var<T> cumsum(const Var<T>& x, std::optional<std::int64_t> axis = std::nullopt, bool exclusive = false,
+              bool reverse = false) {
+    return detail::unary_out<T>("cumsum", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_int("axis", axis.value_or(-1)),
+                                 Attribute::make_bool("flatten", !axis.has_value()),
+                                 Attribute::make_bool("exclusive", exclusive), Attribute::make_bool("reverse", reverse)});
+}
+
 // ---- convolutional networks ------------------------------------------------------------------
 //
 // NCHW. Paddings are [h, w] or [top, bottom, left, right]; padding_algorithm
@@ -804,6 +833,18 @@ Var<T> embedding(const Var<I>& ids, const std::string& name, const Embedding& o)
                                                             std::to_string(o.rows) + " and " + std::to_string(o.width));
     auto w = detail::shared_parameter<T>(p, name + ".w", Shape{o.rows, o.width}, o.init, true);
     return embedding(ids, w, o.padding_idx);
+}
+
+// paddle.nn.functional.one_hot (one_hot_v2): Out = ids' shape + [depth],
+// the one-hot rows of INT64 or INT32 ids, as T (FP32 unless given). An id
+// outside [0, depth) is an error when the program runs, or a row of zeros
+// with allow_out_of_range.
+template <element_type T = float, class I>
+Var<T> one_hot(const Var<I>& ids, std::int64_t depth, bool allow_out_of_range = false) {
+    return detail::unary_out<T>("one_hot_v2", detail::state_of(ids), {{"X", {ids.name()}}},
+                                {Attribute::make_int("depth", depth),
+                                 Attribute::make_int("dtype", static_cast<int>(dtype_of<T>)),
+                                 Attribute::make_bool("allow_out_of_range", allow_out_of_range)});
 }
 
 struct Dropout {

@@ -535,16 +535,19 @@ __global__ void momentum_kernel(i64 n, const T* p, const T* g, const T* v, const
     }
 }
 template <class T>
-__global__ void adam_kernel(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T b1, T b2, T eps,
-                            const T* b1p, const T* b2p, T* po, T* m1o, T* m2o) {
-    const T lr_t = *lr * sqrt(T(1) - *b2p) / (T(1) - *b1p);
+__global__ void adam_kernel(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr_p, T b1, T b2, T eps,
+                            const T* b1p, const T* b2p, T coeff, T lr_ratio, T* po, T* m1o, T* m2o) {
+    const T lr = *lr_p * lr_ratio, decay = lr * coeff;  // as kernels::adamw
+    const T lr_t = lr * sqrt(T(1) - *b2p) / (T(1) - *b1p);
     const T eps_t = eps * sqrt(T(1) - *b2p);
     for (i64 i = first_index(); i < n; i += stride_all()) {
         const T a = b1 * m1[i] + (T(1) - b1) * g[i];
         const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
         m1o[i] = a;
         m2o[i] = b;
-        po[i] = p[i] - lr_t * a / (sqrt(b) + eps_t);
+        T pv = p[i];
+        if (coeff != T(0)) pv = pv - decay * pv;
+        po[i] = pv - lr_t * a / (sqrt(b) + eps_t);
     }
 }
 // After adam_kernel on the same stream (which reads the powers), so the
@@ -695,8 +698,10 @@ void momentum(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool
 }
 template <class T>
 void adam(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T b1, T b2, T eps, const T* b1p,
-          const T* b2p, T* po, T* m1o, T* m2o, T* b1po, T* b2po, stream_t s) {
-    if (n > 0) adam_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, m1, m2, lr, b1, b2, eps, b1p, b2p, po, m1o, m2o);
+          const T* b2p, T coeff, T lr_ratio, T* po, T* m1o, T* m2o, T* b1po, T* b2po, stream_t s) {
+    if (n > 0)
+        adam_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, m1, m2, lr, b1, b2, eps, b1p, b2p, coeff, lr_ratio, po,
+                                                          m1o, m2o);
     adam_pow_kernel<<<1, 1, 0, s>>>(b1p, b2p, b1, b2, b1po, b2po);
 }
 
@@ -733,8 +738,8 @@ template <class Word> void permute(i64 n, const permute_walk& w, const Word* x, 
                                                      device_fault*, stream_t);                                    \
     template void sgd<T>(i64, const T*, const T*, const T*, T*, stream_t);                                        \
     template void momentum<T>(i64, const T*, const T*, const T*, const T*, T, bool, T*, T*, stream_t);            \
-    template void adam<T>(i64, const T*, const T*, const T*, const T*, const T*, T, T, T, const T*, const T*, T*, \
-                          T*, T*, T*, T*, stream_t);
+    template void adam<T>(i64, const T*, const T*, const T*, const T*, const T*, T, T, T, const T*, const T*, T, T,  \
+                          T*, T*, T*, T*, T*, stream_t);
 DLGRAPH_CUDA_ARITH(float)
 DLGRAPH_CUDA_ARITH(double)
 DLGRAPH_CUDA_ARITH(std::int32_t)

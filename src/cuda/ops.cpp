@@ -309,14 +309,6 @@ template <bool V2> struct lookup_table_grad_op : ops::lookup_table_op<V2> {
 
 // ---- softmax and losses ---------------------------------------------------------------------------
 
-// Outer, axis and inner extents of shape `s` around `axis` (may be negative).
-struct axis_split {
-    i64 outer, d, inner;
-};
-axis_split split_at_axis(const Shape& s, i64 axis) {
-    const int a = static_cast<int>(axis < 0 ? axis + s.rank() : axis);
-    return {ops::dim_product(s, 0, a), s[a], ops::dim_product(s, a + 1, s.rank())};
-}
 // Rows and classes of a loss's [..., d] input.
 struct loss_rows {
     i64 rows, d;
@@ -327,7 +319,7 @@ struct softmax_op : ops::softmax_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
         if (x.numel() == 0) return;
-        const auto g = split_at_axis(x.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(x.shape(), c.attr(axis).i);
         ck::softmax<T>(g.outer, g.d, g.inner, x.data<T>(), c.out(0).data<T>(), stream_of(c));
     }
 };
@@ -336,7 +328,7 @@ struct log_softmax_op : ops::softmax_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
         if (x.numel() == 0) return;
-        const auto g = split_at_axis(x.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(x.shape(), c.attr(axis).i);
         ck::log_softmax<T>(g.outer, g.d, g.inner, x.data<T>(), c.out(0).data<T>(), stream_of(c));
     }
 };
@@ -345,7 +337,7 @@ struct log_softmax_grad_op : ops::softmax_grad_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& out = c.in(Out);
         if (out.numel() == 0) return;
-        const auto g = split_at_axis(out.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(out.shape(), c.attr(axis).i);
         ck::log_softmax_grad<T>(g.outer, g.d, g.inner, out.data<T>(), c.in(DOut).data<T>(), c.out(0).data<T>(),
                                 stream_of(c));
     }
@@ -355,7 +347,7 @@ struct softmax_grad_op : ops::softmax_grad_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& out = c.in(Out);
         if (out.numel() == 0) return;
-        const auto g = split_at_axis(out.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(out.shape(), c.attr(axis).i);
         ck::softmax_grad<T>(g.outer, g.d, g.inner, out.data<T>(), c.in(DOut).data<T>(), c.out(0).data<T>(),
                             stream_of(c));
     }
@@ -417,12 +409,18 @@ struct momentum_op : ops::momentum_op {
     }
 };
 
-struct adam_op : ops::adam_op {
+// adam, and adamw (W): its decay where with_decay is set, at LearningRate times lr_ratio.
+template <bool W> struct adam_op : ops::adam_op {
     template <class T> static void compute(const KernelContext& c) {
+        T coeff = 0, ratio = 1;
+        if constexpr (W) {
+            if (c.attr(ops::adamw_op::with_decay).b) coeff = static_cast<T>(c.attr(ops::adamw_op::coeff).f);
+            ratio = static_cast<T>(c.attr(ops::adamw_op::lr_ratio).f);
+        }
         ck::adam<T>(c.in(Param).numel(), c.in(Param).data<T>(), c.in(Grad).data<T>(), c.in(Moment1).data<T>(),
                     c.in(Moment2).data<T>(), c.in(LearningRate).data<T>(), static_cast<T>(c.attr(beta1).f),
                     static_cast<T>(c.attr(beta2).f), static_cast<T>(c.attr(epsilon).f), c.in(Beta1Pow).data<T>(),
-                    c.in(Beta2Pow).data<T>(), c.out(ParamOut).data<T>(), c.out(Moment1Out).data<T>(),
+                    c.in(Beta2Pow).data<T>(), coeff, ratio, c.out(ParamOut).data<T>(), c.out(Moment1Out).data<T>(),
                     c.out(Moment2Out).data<T>(), c.out(Beta1PowOut).data<T>(), c.out(Beta2PowOut).data<T>(),
                     stream_of(c));
     }
@@ -741,7 +739,8 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::softmax_with_cross_entropy_grad, floats<softmax_with_cross_entropy_grad_op>());
     set(op_id::sgd, floats<sgd_op>());
     set(op_id::momentum, floats<momentum_op>());
-    set(op_id::adam, floats<adam_op>());
+    set(op_id::adam, floats<adam_op<false>>());
+    set(op_id::adamw, floats<adam_op<true>>());
     set(op_id::mul, floats<mul_op>());
     set(op_id::mul_grad, floats<mul_grad_op>());
     set(op_id::matmul, floats<matmul_op>());

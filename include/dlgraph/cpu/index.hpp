@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "dlgraph/kernels/index.hpp"
 #include "dlgraph/op.hpp"
@@ -43,11 +44,33 @@ template <bool V2> struct lookup_table_grad_op : lookup_table_op<V2> {
     }
 };
 
+// one_hot, one_hot_v2: Ids of type I (the kernel's), Out of the dtype the
+// attribute gave it.
+template <bool V2> struct one_hot_op : ops::one_hot_op<V2> {
+    using base = ops::one_hot_op<V2>;
+    template <class I> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        Tensor& out = c.out(0);
+        const std::int64_t depth = c.attr(base::depth).i;
+        const bool allow = c.attr(base::allow_out_of_range).b;
+        c.fault->raise(visit_dtype(out.dtype(), [&]<class T>(type_tag<T>) -> kernels::fault {
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                          std::is_same_v<T, std::int64_t>)
+                return kernels::one_hot(x.data<I>(), x.numel(), depth, allow, out.data<T>());
+            else
+                return {};  // refused by infer
+        }));
+    }
+};
+
 inline void lookup_table_kernels(OpDef& d) { d.kernels = cpu_kernels<lookup_table_op<false>, float, double>(); }
 inline void lookup_table_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<lookup_table_grad_op<false>, float, double>(); }
 inline void lookup_table_v2_kernels(OpDef& d) { d.kernels = cpu_kernels<lookup_table_op<true>, float, double>(); }
 inline void lookup_table_v2_grad_kernels(OpDef& d) {
     d.kernels = cpu_kernels<lookup_table_grad_op<true>, float, double>();
 }
+
+inline void one_hot_kernels(OpDef& d) { d.kernels = cpu_kernels<one_hot_op<false>, std::int32_t, std::int64_t>(); }
+inline void one_hot_v2_kernels(OpDef& d) { d.kernels = cpu_kernels<one_hot_op<true>, std::int32_t, std::int64_t>(); }
 
 }  // namespace dlgraph::cpu_ops

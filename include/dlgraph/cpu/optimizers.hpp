@@ -40,17 +40,30 @@ struct momentum_op : ops::momentum_op {
     }
 };
 
-struct adam_op : ops::adam_op {
+// adam, and adamw (W): its decay where with_decay is set, at LearningRate
+// times lr_ratio.
+template <bool W> struct adam_op : ops::adamw_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const T b1 = static_cast<T>(c.attr(beta1).f), b2 = static_cast<T>(c.attr(beta2).f);
         const T b1p = *c.in(Beta1Pow).template data<T>(), b2p = *c.in(Beta2Pow).template data<T>();
-        const T lr = *c.in(LearningRate).template data<T>(), eps = static_cast<T>(c.attr(epsilon).f);
+        T lr = *c.in(LearningRate).template data<T>();
+        const T eps = static_cast<T>(c.attr(epsilon).f);
+        bool decay = false;
+        T k = 0;
+        if constexpr (W) {
+            lr = lr * static_cast<T>(c.attr(lr_ratio).f);
+            decay = c.attr(with_decay).b;
+            k = static_cast<T>(c.attr(coeff).f);
+        }
         const T *p = c.in(Param).template data<T>(), *g = c.in(Grad).template data<T>();
         const T *m1 = c.in(Moment1).template data<T>(), *m2 = c.in(Moment2).template data<T>();
         T* po = c.out(ParamOut).template data<T>();
         T *m1o = c.out(Moment1Out).template data<T>(), *m2o = c.out(Moment2Out).template data<T>();
         split_loop<T>(c.in(Param).numel(), [&](std::int64_t b, std::int64_t e) {
-            kernels::adam(e - b, p + b, g + b, m1 + b, m2 + b, lr, b1, b2, eps, b1p, b2p, po + b, m1o + b, m2o + b);
+            if (decay)
+                kernels::adamw(e - b, p + b, g + b, m1 + b, m2 + b, lr, b1, b2, eps, b1p, b2p, k, po + b, m1o + b, m2o + b);
+            else
+                kernels::adam(e - b, p + b, g + b, m1 + b, m2 + b, lr, b1, b2, eps, b1p, b2p, po + b, m1o + b, m2o + b);
         });
         *c.out(Beta1PowOut).template data<T>() = b1p * b1;
         *c.out(Beta2PowOut).template data<T>() = b2p * b2;
@@ -59,6 +72,7 @@ struct adam_op : ops::adam_op {
 
 inline void sgd_kernels(OpDef& d) { d.kernels = cpu_kernels<sgd_op, float, double>(); }
 inline void momentum_kernels(OpDef& d) { d.kernels = cpu_kernels<momentum_op, float, double>(); }
-inline void adam_kernels(OpDef& d) { d.kernels = cpu_kernels<adam_op, float, double>(); }
+inline void adam_kernels(OpDef& d) { d.kernels = cpu_kernels<adam_op<false>, float, double>(); }
+inline void adamw_kernels(OpDef& d) { d.kernels = cpu_kernels<adam_op<true>, float, double>(); }
 
 }  // namespace dlgraph::cpu_ops

@@ -8,6 +8,7 @@
 #include "dlgraph/cpu/gemm.hpp"
 #include "dlgraph/kernels/reduce.hpp"
 #include "dlgraph/op.hpp"
+#include "dlgraph/ops/op_util.hpp"
 #include "dlgraph/ops/reduce.hpp"
 
 namespace dlgraph::cpu_ops {
@@ -123,6 +124,32 @@ template <class Kind> struct reduce_grad_op {
     }
 };
 
+// arg_max, arg_min: X as [outer, d, inner] around the axis (all of X, [1,
+// numel, 1], when flatten), Out INT64 or INT32 as it was inferred.
+template <bool Max> struct arg_extreme_op : ops::arg_extreme_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        Tensor& out = c.out(0);
+        const ops::axis_split g = c.attr(flatten).b ? ops::axis_split{1, x.numel(), 1}
+                                                    : ops::split_at_axis(x.shape(), c.attr(axis).i);
+        if (out.dtype() == DataType::INT32)
+            kernels::arg_extreme<Max>(x.data<T>(), g.outer, g.d, g.inner, out.data<std::int32_t>());
+        else
+            kernels::arg_extreme<Max>(x.data<T>(), g.outer, g.d, g.inner, out.data<std::int64_t>());
+    }
+};
+
+// cumsum and its gradient (the cumsum of Out@GRAD the other way round).
+template <bool Grad> struct cumsum_op : ops::cumsum_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(Grad ? DOut : X);
+        const ops::axis_split g = c.attr(flatten).b ? ops::axis_split{1, x.numel(), 1}
+                                                    : ops::split_at_axis(x.shape(), c.attr(axis).i);
+        kernels::cumsum(x.data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner, c.attr(exclusive).b,
+                        c.attr(reverse).b != Grad);
+    }
+};
+
 inline void mean_kernels(OpDef& d) { d.kernels = cpu_kernels<mean_op, float, double>(); }
 inline void mean_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<mean_grad_op, float, double>(); }
 inline void reduce_sum_kernels(OpDef& d) {
@@ -151,5 +178,14 @@ inline void reduce_min_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<reduce_g
 inline void reduce_prod_grad_kernels(OpDef& d) {
     d.kernels = cpu_kernels<reduce_grad_op<reduce_prod_kind>, float, double>();
 }
+
+inline void arg_max_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<arg_extreme_op<true>, float, double, std::int32_t, std::int64_t>();
+}
+inline void arg_min_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<arg_extreme_op<false>, float, double, std::int32_t, std::int64_t>();
+}
+inline void cumsum_kernels(OpDef& d) { d.kernels = cpu_kernels<cumsum_op<false>, float, double, std::int32_t, std::int64_t>(); }
+inline void cumsum_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<cumsum_op<true>, float, double>(); }
 
 }  // namespace dlgraph::cpu_ops

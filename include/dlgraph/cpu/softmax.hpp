@@ -24,15 +24,6 @@ struct pool_loops {
 };
 
 namespace softmax_detail {
-// Outer, axis and inner extents of shape `s` around `axis` (may be negative).
-struct axis_split {
-    std::int64_t outer, d, inner;
-};
-inline axis_split split_at_axis(const Shape& s, std::int64_t axis) {
-    const int a = static_cast<int>(axis < 0 ? axis + s.rank() : axis);
-    return {ops::dim_product(s, 0, a), s[a], ops::dim_product(s, a + 1, s.rank())};
-}
-
 // Rows and classes of a loss's [..., d] input.
 struct loss_rows {
     std::int64_t rows, d;
@@ -44,7 +35,7 @@ struct softmax_op : ops::softmax_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
         if (x.numel() == 0) return;
-        const auto g = softmax_detail::split_at_axis(x.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(x.shape(), c.attr(axis).i);
         kernels::softmax(x.data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner, pool_loops{});
     }
 };
@@ -53,7 +44,7 @@ struct softmax_grad_op : ops::softmax_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& out = c.in(Out);
         if (out.numel() == 0) return;
-        const auto g = softmax_detail::split_at_axis(out.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(out.shape(), c.attr(axis).i);
         kernels::softmax_grad(out.data<T>(), c.in(DOut).data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner,
                               pool_loops{});
     }
@@ -63,7 +54,7 @@ struct log_softmax_op : ops::softmax_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
         if (x.numel() == 0) return;
-        const auto g = softmax_detail::split_at_axis(x.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(x.shape(), c.attr(axis).i);
         kernels::log_softmax(x.data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner, pool_loops{});
     }
 };
@@ -72,7 +63,7 @@ struct log_softmax_grad_op : ops::softmax_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& out = c.in(Out);
         if (out.numel() == 0) return;
-        const auto g = softmax_detail::split_at_axis(out.shape(), c.attr(axis).i);
+        const auto g = ops::split_at_axis(out.shape(), c.attr(axis).i);
         kernels::log_softmax_grad(out.data<T>(), c.in(DOut).data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner,
                                   pool_loops{});
     }

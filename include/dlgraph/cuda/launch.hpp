@@ -144,9 +144,11 @@ template <class T>
 void momentum(std::int64_t n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* p_out, T* v_out,
               stream_t s);
 template <class T>
+// adam, or adamw where coeff != 0 (p -= lr * coeff * p first); the step
+// is at *lr times lr_ratio.
 void adam(std::int64_t n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T beta1, T beta2, T eps,
-          const T* beta1_pow, const T* beta2_pow, T* p_out, T* m1_out, T* m2_out, T* beta1_pow_out, T* beta2_pow_out,
-          stream_t s);
+          const T* beta1_pow, const T* beta2_pow, T coeff, T lr_ratio, T* p_out, T* m1_out, T* m2_out,
+          T* beta1_pow_out, T* beta2_pow_out, stream_t s);
 
 // y[i] = x[sum(index_d(i) * in_st[d])]: i walks Y's dims row-major (a
 // transpose). Elements are moved as bytes: Word is an unsigned integer of

@@ -1,6 +1,6 @@
 // Indexing over raw arrays, the kernel core of ops/index.hpp: rows of a
 // table picked by id (lookup_table, an embedding) and the gradient that
-// adds them back.
+// adds them back; one-hot rows of ids.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +60,23 @@ inline fault lookup_table_grad(const I* ids, N n_, const T* dout, R rows_, D d_,
         T* g = dw + id * d;
         const T* s = dout + i * d;
         for (std::int64_t k = 0; k < d; ++k) g[k] += s[k];
+    }
+    return {};
+}
+
+// out[i, :] = the one-hot row of ids[i] among `depth` classes (1 at the id,
+// 0 elsewhere) for i in [0, n). An id outside [0, depth) is the fault
+// id_out_of_range (nothing written), or, with allow_out_of_range, a row of
+// zeros (Paddle's attribute).
+template <class T, class I, class N, class D>
+inline fault one_hot(const I* ids, N n_, D depth_, bool allow_out_of_range, T* out) noexcept {
+    const std::int64_t n = extent(n_), depth = extent(depth_);
+    if (!allow_out_of_range)
+        if (const fault f = check_ids(ids, n, depth, no_padding)) return f;
+    for (std::int64_t i = 0; i < n * depth; ++i) out[i] = T(0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t id = static_cast<std::int64_t>(ids[i]);
+        if (id >= 0 && id < depth) out[i * depth + id] = T(1);
     }
     return {};
 }

@@ -1,5 +1,5 @@
 // Optimizer updates over raw arrays, the kernel core of ops/optimizers.hpp:
-// sgd, momentum (optionally Nesterov) and adam over elements [0, n), with the
+// sgd, momentum (optionally Nesterov), adam and adamw over elements [0, n), with the
 // hyper-parameters as plain values (a device may split a parameter into ranges).
 #pragma once
 
@@ -59,12 +59,15 @@ inline void momentum(N n_, const T* param, const T* grad, const T* velocity, T l
 //   m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g^2
 //   p -= lr_t * m1 / (sqrt(m2) + eps_t), with
 //   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow), eps_t = epsilon * sqrt(1 - beta2_pow).
-// The tail after the last whole vector is scalar code doing the same
-// operations in the same order (nothing is contracted: -ffp-contract=off),
-// so an element's bits do not depend on where [0, n) is split.
-template <class T, class N>
-inline void adam(N n_, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
-                 T epsilon, T beta1_pow, T beta2_pow, T* param_out, T* moment1_out, T* moment2_out) noexcept {
+// With Decay (AdamW, decoupled weight decay), p -= decay * p first, decay
+// being lr * coeff. The tail after the last whole vector is scalar code
+// doing the same operations in the same order (nothing is contracted:
+// -ffp-contract=off), so an element's bits do not depend on where [0, n) is
+// split.
+template <bool Decay, class T, class N>
+inline void adam_update(N n_, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
+                        T epsilon, T beta1_pow, T beta2_pow, T decay, T* param_out, T* moment1_out,
+                        T* moment2_out) noexcept {
     const std::int64_t n = extent(n_);
     const T b1 = beta1, b2 = beta2;
     const T lr_t = lr * std::sqrt(T(1) - beta2_pow) / (T(1) - beta1_pow);
@@ -84,7 +87,9 @@ inline void adam(N n_, const T* param, const T* grad, const T* moment1, const T*
             const B b = vb2 * B::load_unaligned(m2 + i) + vc2 * gv * gv;
             a.store_unaligned(moment1_out + i);
             b.store_unaligned(moment2_out + i);
-            (B::load_unaligned(p + i) - vlr * a / (vm::sqrt(b) + veps)).store_unaligned(param_out + i);
+            B pv = B::load_unaligned(p + i);
+            if constexpr (Decay) pv = pv - B(decay) * pv;
+            (pv - vlr * a / (vm::sqrt(b) + veps)).store_unaligned(param_out + i);
         }
     }
     for (; i < n; ++i) {
@@ -92,8 +97,27 @@ inline void adam(N n_, const T* param, const T* grad, const T* moment1, const T*
         const T b = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
         moment1_out[i] = a;
         moment2_out[i] = b;
-        param_out[i] = p[i] - lr_t * a / (std::sqrt(b) + eps_t);
+        T pv = p[i];
+        if constexpr (Decay) pv = pv - decay * pv;
+        param_out[i] = pv - lr_t * a / (std::sqrt(b) + eps_t);
     }
+}
+
+template <class T, class N>
+inline void adam(N n, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
+                 T epsilon, T beta1_pow, T beta2_pow, T* param_out, T* moment1_out, T* moment2_out) noexcept {
+    adam_update<false>(n, param, grad, moment1, moment2, lr, beta1, beta2, epsilon, beta1_pow, beta2_pow, T(0),
+                       param_out, moment1_out, moment2_out);
+}
+
+// AdamW (Loshchilov & Hutter) as Paddle's adamw op with with_decay: the
+// parameter decays by lr * coeff before Adam's step, both at lr (the op's
+// LearningRate times its lr_ratio).
+template <class T, class N>
+inline void adamw(N n, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
+                  T epsilon, T beta1_pow, T beta2_pow, T coeff, T* param_out, T* moment1_out, T* moment2_out) noexcept {
+    adam_update<true>(n, param, grad, moment1, moment2, lr, beta1, beta2, epsilon, beta1_pow, beta2_pow, lr * coeff,
+                      param_out, moment1_out, moment2_out);
 }
 
 }  // namespace dlgraph::kernels

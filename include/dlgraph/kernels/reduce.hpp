@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "dlgraph/kernels/config.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
@@ -309,6 +310,62 @@ inline void reduce_prod_grad(const T* x, const T* out, const T* dout, const std:
             dx[i + j] = g;
         }
     });
+}
+
+// ---- arg_max, arg_min, cumsum ------------------------------------------------------------
+//
+// Over the middle dim of a row-major [outer, d, inner] array (the axis and
+// the dims before and after it), one result per (o, j) or per element.
+
+// The position along the axis of the first max (Max) or min of each
+// [outer, inner] column, d > 0. A NaN counts as beyond every number, so the
+// first NaN wins (as NumPy's argmax and argmin). I: INT32 or INT64.
+template <bool Max, class T, class I, class O, class D, class N>
+inline void arg_extreme(const T* x, O outer_, D d_, N inner_, I* out) noexcept {
+    const std::int64_t outer = extent(outer_), d = extent(d_), inner = extent(inner_);
+    // Whether a beats the best so far, b: a NaN beats any number, nothing beats a NaN.
+    auto beats = [](T a, T b) {
+        if constexpr (std::is_floating_point_v<T>) {
+            if (b != b) return false;
+            if (a != a) return true;
+        }
+        return Max ? a > b : a < b;
+    };
+    for (std::int64_t o = 0; o < outer; ++o) {
+        const T* xo = x + o * d * inner;
+        I* y = out + o * inner;
+        for (std::int64_t j = 0; j < inner; ++j) {
+            std::int64_t best = 0;
+            for (std::int64_t k = 1; k < d; ++k)
+                if (beats(xo[k * inner + j], xo[best * inner + j])) best = k;
+            y[j] = static_cast<I>(best);
+        }
+    }
+}
+
+// Cumulative sums along the axis, in order from its start (from its end
+// when reverse); exclusive leaves each element out of its own sum, so the
+// first is 0. Integers wrap. Row by row along the axis (rows of inner
+// contiguous elements), each from the row summed before it; y must not
+// alias x (an exclusive sum reads the previous input row).
+template <class T, class O, class D, class N>
+inline void cumsum(const T* x, T* y, O outer_, D d_, N inner_, bool exclusive, bool reverse) noexcept {
+    const std::int64_t outer = extent(outer_), d = extent(d_), inner = extent(inner_);
+    for (std::int64_t o = 0; o < outer; ++o) {
+        const T* xo = x + o * d * inner;
+        T* yo = y + o * d * inner;
+        for (std::int64_t s = 0; s < d; ++s) {
+            const std::int64_t k = reverse ? d - 1 - s : s, prev = reverse ? k + 1 : k - 1;
+            T* yr = yo + k * inner;
+            if (s == 0) {
+                for (std::int64_t j = 0; j < inner; ++j) yr[j] = exclusive ? T(0) : xo[k * inner + j];
+                continue;
+            }
+            const T* yp = yo + prev * inner;
+            const T* xr = xo + (exclusive ? prev : k) * inner;
+            for (std::int64_t j = 0; j < inner; ++j) yr[j] = add_fn{}(yp[j], xr[j]);
+        }
+    }
 }
 
 }  // namespace dlgraph::kernels

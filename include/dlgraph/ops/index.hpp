@@ -1,6 +1,6 @@
 // Indexing ops, their definitions with PaddlePaddle's slots and attributes:
 // lookup_table (Ids [..., 1]) and lookup_table_v2 (Ids of any shape), the
-// embedding lookups, and their gradients. The math is in kernels/index.hpp,
+// embedding lookups, and their gradients; one_hot and one_hot_v2. The math is in kernels/index.hpp,
 // the CPU kernels in cpu/index.hpp.
 //
 // Deviations from Paddle: is_sparse is accepted but W@GRAD is always a dense
@@ -111,5 +111,57 @@ inline OpDef lookup_table_def() { return lookup_table_def_of<false>(); }
 inline OpDef lookup_table_grad_def() { return lookup_table_grad_def_of<false>(); }
 inline OpDef lookup_table_v2_def() { return lookup_table_def_of<true>(); }
 inline OpDef lookup_table_v2_grad_def() { return lookup_table_grad_def_of<true>(); }
+
+// ---- one_hot, one_hot_v2 ------------------------------------------------------------------
+//
+// X (INT32 or INT64 ids) -> Out of `dtype` (Paddle's number; FP32 unless
+// set; FP64, INT32 and INT64 too): the one-hot row of `depth` classes of
+// each id. one_hot_v2 (paddle.nn.functional.one_hot) appends the classes as
+// a new last dim; one_hot takes X [..., 1] and replaces that dim. An id
+// outside [0, depth) is an error ([dlgraph.value.id]) unless
+// allow_out_of_range, which gives a row of zeros. No gradient. Deviation:
+// Paddle's optional depth_tensor input is not supported (depth is the
+// attribute).
+template <bool V2> struct one_hot_op {
+    enum { depth = 0, dtype = 1, allow_out_of_range = 2 };
+    static void infer(const InferContext& c) {
+        c.dtype_in(0, {DataType::INT64, DataType::INT32});
+        const std::int64_t n = c.attr(depth).i;
+        if (n < 1) c.fail("dlgraph.shape.attr", "depth is " + std::to_string(n) + ": it must be at least 1");
+        const std::int64_t dt = c.attr(dtype).i;
+        if (dt != static_cast<int>(DataType::FP32) && dt != static_cast<int>(DataType::FP64) &&
+            dt != static_cast<int>(DataType::INT32) && dt != static_cast<int>(DataType::INT64))
+            c.fail("dlgraph.shape.attr", "dtype " + std::to_string(dt) + " is not supported: it must be 5 (FP32), 6 (FP64), 2 (INT32) or 3 (INT64)");
+        const Shape& s = c.shape(0);
+        Shape out;
+        if constexpr (V2) {
+            out = s;
+        } else {
+            if (s.rank() == 0 || !dims_agree(s[s.rank() - 1], 1))
+                c.fail("dlgraph.shape.one_hot", "X is " + to_string(s) + ": one_hot's ids are [..., 1] (one_hot_v2 takes any shape)");
+            for (int i = 0; i + 1 < s.rank(); ++i) out.push_back(s[i]);
+        }
+        if (out.rank() == max_rank)
+            c.fail("dlgraph.shape.one_hot", "X is " + to_string(s) + ": Out would have more than " + std::to_string(max_rank) + " dims");
+        out.push_back(n);
+        if (out.known()) checked_numel(c, out, "one_hot's Out dims");
+        c.set(0, static_cast<DataType>(dt), out);
+    }
+};
+
+template <bool V2> OpDef one_hot_def_of() {
+    OpDef d{V2 ? "one_hot_v2" : "one_hot", {{"X"}}, {{"Out"}},
+            {{"depth", Attribute::make_int("depth", -1)},
+             {"dtype", Attribute::make_int("dtype", static_cast<int>(DataType::FP32))},
+             {"allow_out_of_range", Attribute::make_bool("allow_out_of_range", false)}},
+            &one_hot_op<V2>::infer};
+    d.kernel_slot = 0;  // by X: Out's dtype is the attribute's
+    d.may_fail = true;  // an id out of range
+    d.doc = V2 ? "Out[..., :] = the one-hot row of X[...] among depth classes"
+               : "Out[..., :] = the one-hot row of X[..., 0] among depth classes";
+    return d;
+}
+inline OpDef one_hot_def() { return one_hot_def_of<false>(); }
+inline OpDef one_hot_v2_def() { return one_hot_def_of<true>(); }
 
 }  // namespace dlgraph::ops

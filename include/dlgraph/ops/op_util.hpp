@@ -64,6 +64,16 @@ inline std::int64_t dim_product(const Shape& s, int from, int to) {
     return n;
 }
 
+// Outer, axis and inner extents of a known shape `s` around `axis` (may be
+// negative): the [outer, d, inner] view the kernels along one axis take.
+struct axis_split {
+    std::int64_t outer, d, inner;
+};
+inline axis_split split_at_axis(const Shape& s, std::int64_t axis) {
+    const int a = static_cast<int>(axis < 0 ? axis + s.rank() : axis);
+    return {dim_product(s, 0, a), s[a], dim_product(s, a + 1, s.rank())};
+}
+
 // Steps a row-major multi-index over `dims` (rank r); false once it wraps.
 inline bool next_index(std::int64_t* idx, const std::int64_t* dims, int r) {
     for (int i = r - 1; i >= 0; --i) {

@@ -1,5 +1,5 @@
 // Optimizers as ops (PaddlePaddle's slots), their definitions: sgd, momentum,
-// adam. Each reads a parameter, its gradient, a learning-rate variable and its
+// adam, adamw. Each reads a parameter, its gradient, a learning-rate variable and its
 // state, and writes the parameter and state back in place (ParamOut names the
 // Param variable). The updates are in kernels/optimizers.hpp, the CPU kernels
 // in cpu/optimizers.hpp.
@@ -89,6 +89,26 @@ inline OpDef adam_def() {
              {"epsilon", Attribute::make_float("epsilon", 1e-8)}},
             &adam_op::infer};
     d.doc = "Adam update of Param and its moments";
+    return d;
+}
+
+// AdamW (decoupled weight decay), Paddle's adamw op: adam's slots and
+// attributes, then lr_ratio, coeff and with_decay. With with_decay (off by
+// default in the op, as in Paddle; dlgraph's AdamW optimizer sets it) the
+// parameter first decays, Param -= lr * coeff * Param, then takes Adam's
+// step, both at lr = LearningRate * lr_ratio. Deviation: Paddle's CPU
+// kernel scales only the decay by lr_ratio (its GPU kernel both); dlgraph
+// scales both, which agree at the default lr_ratio 1.
+struct adamw_op : adam_op {
+    enum { lr_ratio = 3, coeff = 4, with_decay = 5 };
+};
+inline OpDef adamw_def() {
+    OpDef d = adam_def();
+    d.type = "adamw";
+    d.attrs.push_back({"lr_ratio", Attribute::make_float("lr_ratio", 1.0)});
+    d.attrs.push_back({"coeff", Attribute::make_float("coeff", 0.01)});
+    d.attrs.push_back({"with_decay", Attribute::make_bool("with_decay", false)});
+    d.doc = "AdamW: Param -= lr * coeff * Param (with_decay), then Adam's update";
     return d;
 }
 
