@@ -9,8 +9,10 @@
 #include <dlgraph/ops/feed_fetch.hpp>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 
+#include "grad_check.hpp"
 #include "test_helpers.hpp"
 
 namespace {
@@ -1173,6 +1175,98 @@ TEST_CASE("reduce_min / prod / all / any: dtypes and dims refused by name") {
     // BOOL reductions have no gradient: a loss reached through one has none for X.
     CHECK_FALSE(dlgraph::find_op("reduce_all")->differentiable());
     CHECK_FALSE(dlgraph::find_op("reduce_any")->differentiable());
+}
+
+// Paddle's test_reduce_op.py, class by class: its op, shape, attributes
+// (only those the class sets; dim defaults to [0]), input (np.random.random,
+// or np.random.randint(0, 2) as BOOL) and NumPy formula; the classes that
+// call check_grad are checked by finite differences too. Python keeps only
+// the second of the file's two TestReduceAll classes; both are here.
+TEST_CASE("Paddle's test_reduce_op.py classes") {
+    struct paddle_reduce {
+        const char* paddle_class;
+        const char* op;
+        shape_t shape;
+        std::optional<std::vector<std::int64_t>> dim;  // unset: the op's default [0]
+        bool keep_dim = false, reduce_all = false, check_grad = false;
+    };
+    using dims = std::vector<std::int64_t>;
+    const std::vector<paddle_reduce> cases = {
+        {"TestSumOp", "reduce_sum", {5, 6, 10}, {}, false, false, true},
+        {"TestMeanOp", "reduce_mean", {5, 6, 2, 10}, dims{1}, false, false, true},
+        {"TestMaxOp", "reduce_max", {5, 6, 10}, dims{-1}},
+        {"TestMinOp", "reduce_min", {5, 6, 10}, dims{2}},
+        {"TestProdOp", "reduce_prod", {5, 6, 10}, {}, false, false, true},
+        {"TestAllOp", "reduce_all", {5, 6, 10}, {}, false, true},
+        {"TestAllOpWithDim", "reduce_all", {5, 6, 10}, dims{1}},
+        {"TestAllOpWithKeepDim", "reduce_all", {5, 6, 10}, dims{1}, true},
+        {"TestAnyOp", "reduce_any", {5, 6, 10}, {}, false, true},
+        {"TestAnyOpWithDim", "reduce_any", {5, 6, 10}, dims{1}},
+        {"TestAnyOpWithKeepDim", "reduce_any", {5, 6, 10}, dims{1}, true},
+        {"Test1DReduce", "reduce_sum", {20}, {}, false, false, true},
+        {"Test2DReduce0", "reduce_sum", {20, 10}, dims{0}, false, false, true},
+        {"Test2DReduce1", "reduce_sum", {20, 10}, dims{1}, false, false, true},
+        {"Test3DReduce0", "reduce_sum", {5, 6, 7}, dims{1}, false, false, true},
+        {"Test3DReduce1", "reduce_sum", {5, 6, 7}, dims{2}, false, false, true},
+        {"Test3DReduce2", "reduce_sum", {5, 6, 7}, dims{-2}, false, false, true},
+        {"Test3DReduce3", "reduce_sum", {5, 6, 7}, dims{1, 2}, false, false, true},
+        {"TestKeepDimReduce", "reduce_sum", {5, 6, 10}, dims{1}, true, false, true},
+        {"TestReduceAll (the first, shadowed in Python)", "reduce_sum", {5, 6, 2, 10}, {}, false, true, true},
+        {"TestReduceMeanOpMultiAxises", "reduce_mean", {5, 6, 2, 10}, dims{1, 2}, false, false, true},
+        {"TestReduceMaxOpMultiAxises", "reduce_max", {5, 6, 10}, dims{-2, -1}},
+        {"TestReduceMinOpMultiAxises", "reduce_min", {5, 6, 10}, dims{1, 2}},
+        {"TestKeepDimReduceSumMultiAxises", "reduce_sum", {5, 6, 10}, dims{-2, -1}, true, false, true},
+        {"TestReduceSumWithDimOne", "reduce_sum", {10, 1, 1}, dims{1, 2}, true, false, true},
+        {"TestReduceSumWithNumelOne", "reduce_sum", {1, 1}, dims{1}, false, false, true},
+        {"TestReduceMeanWithDimOne", "reduce_mean", {10, 1, 1}, dims{1}, false, false, true},
+        {"TestReduceMeanWithNumelOne", "reduce_mean", {1, 1}, dims{1}, true, false, true},
+        {"TestReduceAll", "reduce_sum", {1, 1, 1}, {}, false, true, true},
+        {"Test1DReduceWithAxes1", "reduce_sum", {1}, dims{0}, false, false, true},
+    };
+    std::uint64_t seed = 401;
+    for (const auto& c : cases) {
+        INFO(c.paddle_class << " (" << c.op << ")");
+        std::vector<dlgraph::Attribute> attrs;
+        if (c.dim) attrs.push_back(dlgraph::Attribute::make_ints("dim", *c.dim));
+        if (c.keep_dim) attrs.push_back(dlgraph::Attribute::make_bool("keep_dim", true));
+        if (c.reduce_all) attrs.push_back(dlgraph::Attribute::make_bool("reduce_all", true));
+        const auto rank = static_cast<std::int64_t>(c.shape.size());
+        std::vector<bool> red(c.shape.size(), c.reduce_all);
+        for (auto d : c.dim.value_or(dims{0})) red[static_cast<std::size_t>(d < 0 ? d + rank : d)] = true;
+        const std::string_view op = c.op;
+        const bool logical = op == "reduce_all" || op == "reduce_any";
+        const red_kind kind = op == "reduce_sum"    ? red_kind::sum
+                              : op == "reduce_mean" ? red_kind::mean
+                              : op == "reduce_min" || op == "reduce_all" ? red_kind::min
+                              : op == "reduce_prod" ? red_kind::prod
+                                                    : red_kind::max;  // max and any
+        Program p;
+        if (logical) {
+            auto xv = xt::xarray<bool>::from_shape(c.shape);
+            std::mt19937_64 g(seed++);
+            for (auto& v : xv) v = g() % 2 == 1;
+            auto x = p.input<bool>("x", to_shape(c.shape));
+            auto out = dlgraph::apply_op<bool>(c.op, {{"X", x}}, attrs);
+            Session<dlgraph::cpu> s(p);
+            xt::xarray<bool> got = s.eval(out, {{x, xv}});
+            auto [os, want] = ref_reduce(as_double(xv), c.shape, red, c.keep_dim, kind);
+            REQUIRE(shape_t(got.shape().begin(), got.shape().end()) == os);
+            for (std::size_t i = 0; i < want.size(); ++i) CHECK(got.data()[i] == (want[i] != 0));
+            continue;
+        }
+        auto xv = rnd<double>(c.shape, seed++, 0.0, 1.0);
+        auto x = p.input<double>("x", to_shape(c.shape));
+        auto out = dlgraph::apply_op<double>(c.op, {{"X", x}}, attrs);
+        Session<dlgraph::cpu> s(p);
+        xt::xarray<double> got = s.eval(out, {{x, xv}});
+        auto [os, want] = ref_reduce(as_double(xv), c.shape, red, c.keep_dim, kind);
+        // Paddle's check_output compares within atol 1e-5; these are within 1e-12 relative.
+        check_close(got, os, want, std::vector<double>(want.size(), kind == red_kind::prod ? 0.0 : 1.0), 1e-12);
+        if (c.check_grad)
+            grad_check::check({{"x", xv}}, [&](Program&, const std::vector<dlgraph::Var<double>>& v) {
+                return dlgraph::apply_op<double>(c.op, {{"X", v[0]}}, attrs);
+            });
+    }
 }
 
 // ---- reshape ---------------------------------------------------------------------------------
