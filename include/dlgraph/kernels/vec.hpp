@@ -256,7 +256,26 @@ inline xsimd::batch<T, A> select(const xsimd::batch_bool<T, A>& c, const xsimd::
     return xsimd::select(c, a, b);
 }
 template <class T, class A> inline xsimd::batch<T, A> abs(const xsimd::batch<T, A>& a) noexcept { return xsimd::abs(a); }
-template <class T, class A> inline xsimd::batch<T, A> exp(const xsimd::batch<T, A>& a) noexcept { return xsimd::exp(a); }
+// xsimd's exp returns inf from its `maxlog` on (88.376 in FP32, 709.436 in
+// FP64), short of where exp overflows (88.7228, 709.7827), where the C
+// library and CUDA still give finite values. There exp(x) = exp(x - h) * e^h
+// with h = ln 2 rounded to few bits (Cody and Waite's ln2_hi), so that
+// x - h is exact, and e^h rounded: within 2 ulp of the C library.
+template <class T> struct exp_near_overflow;
+template <> struct exp_near_overflow<float> {
+    static constexpr float from = 88.0f, ln2_hi = 0x1.62e4p-1f, exp_ln2_hi = 0x1.ffffd0p+0f;
+};
+template <> struct exp_near_overflow<double> {
+    static constexpr double from = 709.0, ln2_hi = 0x1.62e42feep-1, exp_ln2_hi = 0x1.fffffffe5c611p+0;
+};
+template <class T, class A> inline xsimd::batch<T, A> exp(const xsimd::batch<T, A>& a) noexcept {
+    using B = xsimd::batch<T, A>;
+    using E = exp_near_overflow<T>;
+    const B r = xsimd::exp(a);
+    const auto near = a > B(E::from);
+    if (!xsimd::any(near)) return r;
+    return xsimd::select(near, xsimd::exp(a - B(E::ln2_hi)) * B(E::exp_ln2_hi), r);
+}
 template <class T, class A> inline xsimd::batch<T, A> log(const xsimd::batch<T, A>& a) noexcept { return xsimd::log(a); }
 template <class T, class A> inline xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& a) noexcept { return xsimd::tanh(a); }
 template <class T, class A> inline xsimd::batch<T, A> sqrt(const xsimd::batch<T, A>& a) noexcept { return xsimd::sqrt(a); }
