@@ -80,6 +80,11 @@ public:
         fault_target_ = target;
         return fault_device_;
     }
+    // Device memory a reduction keeps partial results in between its two
+    // kernels: the cuBLAS workspace, which no cuBLAS call touches meanwhile
+    // (both run in stream order on this context's stream).
+    void* scratch() const noexcept { return workspace_; }
+    std::size_t scratch_bytes() const noexcept { return workspace_bytes_; }
     CudaStats stats() const;
     void release_cached() noexcept { memory_->release_cached(); }
     std::size_t kernel_steps = 0;

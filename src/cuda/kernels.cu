@@ -6,6 +6,7 @@
 // throws: a launch error is left for the stream's next synchronization.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -212,22 +213,6 @@ __global__ void binary_grad_reduce_kernel(i64 an, const T* x, const T* y, const 
     }
 }
 
-template <class T, class F>
-void binary_grad_as(F f, i64 n, i64 xn, i64 yn, const T* x, const T* y, const T* out, const T* d, T* dx, T* dy,
-                    const broadcast_strides& g, stream_t s) {
-    if (xn == n && yn == n) {
-        if (n > 0) binary_grad_flat_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, y, out, d, dx, dy, f);
-        return;
-    }
-    if (n == 0) {  // nothing reached the operands
-        if (dx && xn) cudaMemsetAsync(dx, 0, static_cast<std::size_t>(xn) * sizeof(T), s);
-        if (dy && yn) cudaMemsetAsync(dy, 0, static_cast<std::size_t>(yn) * sizeof(T), s);
-        return;
-    }
-    if (dx && xn) binary_grad_reduce_kernel<true><<<grid_for(xn), block_threads, 0, s>>>(xn, x, y, out, d, dx, g, f);
-    if (dy && yn) binary_grad_reduce_kernel<false><<<grid_for(yn), block_threads, 0, s>>>(yn, x, y, out, d, dy, g, f);
-}
-
 template <class Visit> void visit_binop(binop op, Visit v) {
     switch (op) {
         case binop::add: return v(k::add_fn{});
@@ -308,14 +293,97 @@ template <class T> __host__ __device__ T min_identity() {
     else return std::numeric_limits<T>::max();
 }
 
-template <class T, class F>
-__global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, redop op) {
+// An output's fold made final: mean scales it (as the CPU kernels do).
+template <class T> __device__ T finish_fold(T acc, redop op, i64 count) {
+    if constexpr (std::is_floating_point_v<T>) {
+        if (op == redop::mean) acc = acc * (T(1) / static_cast<T>(count));
+        if (op == redop::mean_all) acc = acc / static_cast<T>(count);
+    }
+    return acc;
+}
+
+// What a reduction folds: element `off` of X (for output o, which a
+// gradient's load needs too).
+template <class T> struct plain_load {
+    const T* x;
+    __device__ T operator()(i64, i64 off) const { return x[off]; }
+};
+
+// Folds ld(o, r) for r in [begin, end) with stride `step` into four
+// accumulators (four loads in flight per thread), then into one.
+template <class T, class F, class L> __device__ T fold_range(L ld, i64 o, i64 begin, i64 end, i64 step, T init, F f) {
+    T a0 = init, a1 = init, a2 = init, a3 = init;
+    i64 r = begin;
+    for (; r + 3 * step < end; r += 4 * step) {
+        a0 = f(a0, ld(o, r));
+        a1 = f(a1, ld(o, r + step));
+        a2 = f(a2, ld(o, r + 2 * step));
+        a3 = f(a3, ld(o, r + 3 * step));
+    }
+    for (; r < end; r += step) a0 = f(a0, ld(o, r));
+    return f(f(a0, a1), f(a2, a3));
+}
+
+// The X offset of output o's first element.
+__device__ inline i64 kept_base(const reduce_walk& w, i64 o) {
+    i64 base = 0;
+    for (int d = w.kept_rank - 1; d >= 0; --d) {
+        base += o % w.kept_ext[d] * w.kept_st[d];
+        o /= w.kept_ext[d];
+    }
+    return base;
+}
+
+// Contiguous reduced elements: output o folds count elements from its
+// base. Block (o, s) folds split s of `splits`; with one split it writes
+// y[o], else partial[o * splits + s].
+template <class T, class F, class L>
+__global__ void reduce_inner_kernel(reduce_walk w, L ld, T* y, T* partial, i64 splits, T init, F f, redop op) {
+    const i64 chunk = (w.count + splits - 1) / splits;
     for (i64 o = blockIdx.x; o < w.outputs; o += gridDim.x) {
-        i64 rest = o, base = 0;
-        for (int d = w.kept_rank - 1; d >= 0; --d) {
-            base += rest % w.kept_ext[d] * w.kept_st[d];
-            rest /= w.kept_ext[d];
+        const i64 base = kept_base(w, o);
+        const i64 begin = blockIdx.y * chunk, end = begin + chunk < w.count ? begin + chunk : w.count;
+        const T acc = block_fold(fold_range(ld, o, base + begin + threadIdx.x, base + end, i64(blockDim.x), init, f), f);
+        if (threadIdx.x == 0) {
+            if (splits == 1) y[o] = finish_fold(acc, op, w.count);
+            else partial[o * splits + blockIdx.y] = acc;
         }
+    }
+}
+
+// One contiguous kept dim: thread o of the grid's x folds column o,
+// X[o + r * red_st] for the rows r of split blockIdx.y; with one split it
+// writes y[o], else partial[s * outputs + o].
+template <class T, class F, class L>
+__global__ void reduce_outer_kernel(reduce_walk w, L ld, T* y, T* partial, i64 splits, T init, F f, redop op) {
+    const i64 chunk = (w.count + splits - 1) / splits;
+    const i64 st = w.red_st[0];
+    for (i64 o = first_index(); o < w.outputs; o += stride_all()) {
+        const i64 begin = blockIdx.y * chunk, end = begin + chunk < w.count ? begin + chunk : w.count;
+        const T acc = fold_range(ld, o, o + begin * st, o + end * st, st, init, f);
+        if (splits == 1) y[o] = finish_fold(acc, op, w.count);
+        else partial[blockIdx.y * w.outputs + o] = acc;
+    }
+}
+
+// The second pass: y[o] folds partial[o * per_output + s * per_split] over
+// the splits s, one block per output.
+template <class T, class F>
+__global__ void reduce_partials_kernel(i64 outputs, i64 splits, i64 per_output, i64 per_split, const T* partial, T* y,
+                                       i64 count, T init, F f, redop op) {
+    for (i64 o = blockIdx.x; o < outputs; o += gridDim.x) {
+        const T acc = block_fold(fold_range(plain_load<T>{partial + o * per_output}, o, i64(threadIdx.x) * per_split,
+                                            splits * per_split, i64(blockDim.x) * per_split, init, f),
+                                 f);
+        if (threadIdx.x == 0) y[o] = finish_fold(acc, op, count);
+    }
+}
+
+// Any other walk: one block per output element.
+template <class T, class F, class L>
+__global__ void reduce_kernel(reduce_walk w, L ld, T* y, T init, F f, redop op) {
+    for (i64 o = blockIdx.x; o < w.outputs; o += gridDim.x) {
+        const i64 base = kept_base(w, o);
         T acc = init;
         for (i64 r = threadIdx.x; r < w.count; r += blockDim.x) {
             i64 rr = r, off = base;
@@ -323,16 +391,10 @@ __global__ void reduce_kernel(reduce_walk w, const T* x, T* y, T init, F f, redo
                 off += rr % w.red_ext[d] * w.red_st[d];
                 rr /= w.red_ext[d];
             }
-            acc = f(acc, x[off]);
+            acc = f(acc, ld(o, off));
         }
         acc = block_fold(acc, f);
-        if (threadIdx.x == 0) {
-            if constexpr (std::is_floating_point_v<T>) {
-                if (op == redop::mean) acc = acc * (T(1) / static_cast<T>(w.count));
-                if (op == redop::mean_all) acc = acc / static_cast<T>(w.count);
-            }
-            y[o] = acc;
-        }
+        if (threadIdx.x == 0) y[o] = finish_fold(acc, op, w.count);
     }
 }
 
@@ -579,8 +641,8 @@ void binary(binop op, i64 n, const T* x, const T* y, T* z, const broadcast_strid
 }
 template <class T>
 void binary_grad(binop op, i64 n, i64 xn, i64 yn, const T* x, const T* y, const T* out, const T* dout, T* dx, T* dy,
-                 const broadcast_strides& g, stream_t s) {
-    visit_binop(op, [&](auto fn) { binary_grad_as<T>(fn, n, xn, yn, x, y, out, dout, dx, dy, g, s); });
+                 const broadcast_strides& g, void* scratch, std::size_t scratch_bytes, stream_t s) {
+    visit_binop(op, [&](auto fn) { binary_grad_as<T>(fn, n, xn, yn, x, y, out, dout, dx, dy, g, scratch, scratch_bytes, s); });
 }
 template <class T> void unary(unop op, const unary_params& p, i64 n, const T* x, T* z, stream_t s) {
     visit_unop<T>(op, p, [&](auto fn) {
@@ -609,13 +671,99 @@ template <class T> void add_into(i64 n, const T* x, T* z, stream_t s) {
     if (n > 0) add_into_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, z);
 }
 
-template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y, stream_t s) {
+// Blocks a reduction aims for: several waves of blocks on every SM, so that
+// none idles while others finish.
+constexpr i64 reduce_target_blocks = 4096;
+constexpr i64 max_splits = 65535;  // gridDim.y
+
+// Splits of the reduced elements (each folded by its own block or thread
+// row) for `items` parallel items of `count` elements, at least `min_per_split`
+// elements each, with partials of `outputs` outputs fitting the scratch.
+i64 splits_for(i64 items, i64 count, i64 min_per_split, i64 outputs, std::size_t elem, std::size_t scratch_bytes) {
+    if (items >= reduce_target_blocks || scratch_bytes == 0) return 1;
+    i64 s = (reduce_target_blocks + items - 1) / items;
+    s = std::min({s, (count + min_per_split - 1) / min_per_split, max_splits,
+                  static_cast<i64>(scratch_bytes / (elem * static_cast<std::size_t>(outputs)))});
+    return s < 1 ? 1 : s;
+}
+
+// y[o] = the fold of ld(o, off) over the walk's reduced offsets of output o.
+template <class T, class F, class L>
+void reduce_with(redop op, const reduce_walk& w, L ld, T* y, T* scratch, std::size_t scratch_bytes, T init, F f,
+                 stream_t s) {
+    if (w.red_rank == 1 && w.red_st[0] == 1) {  // contiguous runs: a block per (output, split)
+        const i64 splits = splits_for(w.outputs, w.count, 8 * block_threads, w.outputs, sizeof(T), scratch_bytes);
+        const dim3 grid(grid_items(w.outputs), static_cast<unsigned>(splits));
+        reduce_inner_kernel<<<grid, block_threads, 0, s>>>(w, ld, y, scratch, splits, init, f, op);
+        if (splits > 1)
+            reduce_partials_kernel<<<grid_items(w.outputs), block_threads, 0, s>>>(w.outputs, splits, splits, 1, scratch,
+                                                                                  y, w.count, init, f, op);
+    } else if (w.red_rank == 1 && w.kept_rank == 1 && w.kept_st[0] == 1) {  // columns: a thread per (output, split)
+        const i64 col_blocks = (w.outputs + block_threads - 1) / block_threads;
+        const i64 splits = splits_for(col_blocks, w.count, 32, w.outputs, sizeof(T), scratch_bytes);
+        const dim3 grid(grid_for(w.outputs), static_cast<unsigned>(splits));
+        reduce_outer_kernel<<<grid, block_threads, 0, s>>>(w, ld, y, scratch, splits, init, f, op);
+        if (splits > 1)
+            reduce_partials_kernel<<<grid_items(w.outputs), block_threads, 0, s>>>(w.outputs, splits, 1, w.outputs,
+                                                                                  scratch, y, w.count, init, f, op);
+    } else {
+        reduce_kernel<<<grid_items(w.outputs), block_threads, 0, s>>>(w, ld, y, init, f, op);
+    }
+}
+
+// The gradient of operand A (x when ForX, else y) where the other operand
+// has the output's shape: element j of dA folds the terms of the output
+// elements it reached, a reduction over A's broadcast dims.
+template <bool ForX, class T, class F> struct grad_load {
+    const T *x, *y, *out, *d;
+    F f;
+    __device__ T operator()(i64 j, i64 zo) const {
+        if constexpr (ForX) return f.dx(x[j], y[zo], out[zo], d[zo]);
+        else return f.dy(x[zo], y[j], out[zo], d[zo]);
+    }
+};
+
+template <bool ForX, class T, class F>
+void operand_grad(F f, i64 n, i64 an, i64 bn, const T* x, const T* y, const T* out, const T* d, T* da,
+                  const broadcast_strides& g, T* scratch, std::size_t scratch_bytes, stream_t s) {
+    if (!da || an == 0) return;
+    if (bn == n && an < n) {
+        const i64* ast = ForX ? g.xst : g.yst;
+        bool red[max_rank];
+        for (int dd = 0; dd < g.rank; ++dd) red[dd] = ast[dd] == 0 && g.zs[dd] != 1;
+        reduce_with(redop::sum, reduce_walk_of(g.rank, g.zs, red), grad_load<ForX, T, F>{x, y, out, d, f}, da, scratch,
+                    scratch_bytes, T(0), k::add_fn{}, s);
+    } else {
+        binary_grad_reduce_kernel<ForX><<<grid_for(an), block_threads, 0, s>>>(an, x, y, out, d, da, g, f);
+    }
+}
+
+template <class T, class F>
+void binary_grad_as(F f, i64 n, i64 xn, i64 yn, const T* x, const T* y, const T* out, const T* d, T* dx, T* dy,
+                    const broadcast_strides& g, void* scratch, std::size_t scratch_bytes, stream_t s) {
+    if (xn == n && yn == n) {
+        if (n > 0) binary_grad_flat_kernel<<<grid_for(n), block_threads, 0, s>>>(n, x, y, out, d, dx, dy, f);
+        return;
+    }
+    if (n == 0) {  // nothing reached the operands
+        if (dx && xn) cudaMemsetAsync(dx, 0, static_cast<std::size_t>(xn) * sizeof(T), s);
+        if (dy && yn) cudaMemsetAsync(dy, 0, static_cast<std::size_t>(yn) * sizeof(T), s);
+        return;
+    }
+    T* part = static_cast<T*>(scratch);
+    operand_grad<true>(f, n, xn, yn, x, y, out, d, dx, g, part, scratch_bytes, s);
+    operand_grad<false>(f, n, yn, xn, x, y, out, d, dy, g, part, scratch_bytes, s);
+}
+
+template <class T>
+void reduce(redop op, const reduce_walk& w, const T* x, T* y, void* scratch, std::size_t scratch_bytes, stream_t s) {
     if (w.outputs == 0) return;
-    const unsigned grid = grid_items(w.outputs);
-    if (op == redop::max) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, max_identity<T>(), k::max_fn{}, op);
-    else if (op == redop::min) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, min_identity<T>(), k::min_fn{}, op);
-    else if (op == redop::prod) reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(1), k::mul_fn{}, op);
-    else reduce_kernel<<<grid, block_threads, 0, s>>>(w, x, y, T(0), k::add_fn{}, op);
+    T* part = static_cast<T*>(scratch);
+    const plain_load<T> ld{x};
+    if (op == redop::max) reduce_with(op, w, ld, y, part, scratch_bytes, max_identity<T>(), k::max_fn{}, s);
+    else if (op == redop::min) reduce_with(op, w, ld, y, part, scratch_bytes, min_identity<T>(), k::min_fn{}, s);
+    else if (op == redop::prod) reduce_with(op, w, ld, y, part, scratch_bytes, T(1), k::mul_fn{}, s);
+    else reduce_with(op, w, ld, y, part, scratch_bytes, T(0), k::add_fn{}, s);
 }
 template <class T>
 void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, const T* dout, T* dx, T scale,
@@ -715,10 +863,10 @@ template <class Word> void permute(i64 n, const permute_walk& w, const Word* x, 
     template void binary<T>(binop, i64, const T*, const T*, T*, const broadcast_strides&, device_fault*, stream_t); \
     template void scale<T>(i64, const T*, T*, T, T, bool, stream_t);                                             \
     template void add_into<T>(i64, const T*, T*, stream_t);                                                       \
-    template void reduce<T>(redop, const reduce_walk&, const T*, T*, stream_t);
+    template void reduce<T>(redop, const reduce_walk&, const T*, T*, void*, std::size_t, stream_t);
 #define DLGRAPH_CUDA_FLOAT(T)                                                                                     \
     template void binary_grad<T>(binop, i64, i64, i64, const T*, const T*, const T*, const T*, T*, T*,           \
-                                 const broadcast_strides&, stream_t);                                             \
+                                 const broadcast_strides&, void*, std::size_t, stream_t);                         \
     template void unary<T>(unop, const unary_params&, i64, const T*, T*, stream_t);                               \
     template void unary_grad<T>(unop, const unary_params&, i64, const T*, const T*, const T*, T*, stream_t);      \
     template void reduce_grad<T>(redop, const reduce_grad_walk&, const T*, const T*, const T*, T*, T, stream_t);  \

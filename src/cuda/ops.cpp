@@ -86,7 +86,8 @@ template <ck::binop Op> struct binary_grad_op {
         ck::binary_grad<T>(Op, d.numel(), x.numel(), y.numel(), x.data<T>(), y.data<T>(), out,
                            d.data<T>(), c.out_count(0) ? c.out(0).data<T>() : nullptr,
                            c.out_count(1) ? c.out(1).data<T>() : nullptr,
-                           strides_of(x.shape(), y.shape(), c.attr(0).i, d.shape()), stream_of(c));
+                           strides_of(x.shape(), y.shape(), c.attr(0).i, d.shape()), context_of(c).scratch(),
+                           context_of(c).scratch_bytes(), stream_of(c));
     }
 };
 
@@ -184,41 +185,6 @@ struct sum_op {
 
 // ---- reductions ---------------------------------------------------------------------------------
 
-// X's dims split into kept and reduced ones (flags `red`).
-ck::reduce_walk reduce_walk_of(const Shape& xs, const bool* red) {
-    ck::reduce_walk w;
-    i64 st = 1;
-    i64 kst[max_rank], rst[max_rank];
-    int nk = 0, nr = 0;
-    i64 kext[max_rank], rext[max_rank];
-    for (int d = xs.rank() - 1; d >= 0; --d) {
-        if (red[d]) {
-            rext[nr] = xs[d];
-            rst[nr++] = st;
-        } else {
-            kext[nk] = xs[d];
-            kst[nk++] = st;
-        }
-        st *= xs[d];
-    }
-    // Collected from the last dim: store them first dim first.
-    w.kept_rank = nk;
-    w.red_rank = nr;
-    w.outputs = 1;
-    w.count = 1;
-    for (int i = 0; i < nk; ++i) {
-        w.kept_ext[i] = kext[nk - 1 - i];
-        w.kept_st[i] = kst[nk - 1 - i];
-        w.outputs *= w.kept_ext[i];
-    }
-    for (int i = 0; i < nr; ++i) {
-        w.red_ext[i] = rext[nr - 1 - i];
-        w.red_st[i] = rst[nr - 1 - i];
-        w.count *= w.red_ext[i];
-    }
-    return w;
-}
-
 // Out's strides per X dim: kept dims contiguous, reduced dims 0.
 ck::reduce_grad_walk reduce_grad_walk_of(const Shape& xs, const bool* red) {
     ck::reduce_grad_walk w;
@@ -239,12 +205,19 @@ void reduced_flags(const KernelContext& c, int r, bool* red) {
     ops::reduced_dims(c.attrs, r, red, bad, dup);
 }
 
+// Out = X folded over the dims flagged in `red`.
+template <class T> void reduce_on(const KernelContext& c, ck::redop op, const Tensor& x, const bool* red) {
+    cuda_context& ctx = context_of(c);
+    ck::reduce<T>(op, ck::reduce_walk_of(x.rank(), x.shape().begin(), red), x.data<T>(), c.out(0).data<T>(), ctx.scratch(),
+                  ctx.scratch_bytes(), stream_of(c));
+}
+
 struct mean_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(0);
         bool red[max_rank];
         std::fill(red, red + max_rank, true);
-        ck::reduce<T>(ck::redop::mean_all, reduce_walk_of(x.shape(), red), x.data<T>(), c.out(0).data<T>(), stream_of(c));
+        reduce_on<T>(c, ck::redop::mean_all, x, red);
     }
 };
 
@@ -265,7 +238,7 @@ template <ck::redop Op> struct reduce_op {
         const Tensor& x = c.in(0);
         bool red[max_rank];
         reduced_flags(c, x.rank(), red);
-        ck::reduce<T>(Op, reduce_walk_of(x.shape(), red), x.data<T>(), c.out(0).data<T>(), stream_of(c));
+        reduce_on<T>(c, Op, x, red);
     }
 };
 

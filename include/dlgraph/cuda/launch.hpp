@@ -12,6 +12,7 @@
 // pow come from CUDA's math library.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
@@ -63,9 +64,11 @@ void binary(binop op, std::int64_t n, const T* x, const T* y, T* z, const broadc
 // The gradients of z = op(x, y): dx (xn elements) and dy (yn elements),
 // each summed over the output elements its element reached; either may be
 // null (not wanted).
+// A broadcast operand's gradient is a reduction: `scratch` as for reduce below.
 template <class T>
 void binary_grad(binop op, std::int64_t n, std::int64_t xn, std::int64_t yn, const T* x, const T* y, const T* out,
-                 const T* dout, T* dx, T* dy, const broadcast_strides& g, stream_t s);
+                 const T* dout, T* dx, T* dy, const broadcast_strides& g, void* scratch, std::size_t scratch_bytes,
+                 stream_t s);
 template <class T> void unary(unop op, const unary_params& p, std::int64_t n, const T* x, T* z, stream_t s);
 template <class T>
 void unary_grad(unop op, const unary_params& p, std::int64_t n, const T* x, const T* out, const T* dout, T* dx,
@@ -87,7 +90,53 @@ struct reduce_walk {
     std::int64_t kept_ext[max_rank] = {}, kept_st[max_rank] = {}, red_ext[max_rank] = {}, red_st[max_rank] = {};
     std::int64_t outputs = 0, count = 0;
 };
-template <class T> void reduce(redop op, const reduce_walk& w, const T* x, T* y, stream_t s);
+// The walk of a tensor of `rank` dims `ext` (row-major) whose dims flagged in
+// `red` are folded. Dims of extent 1 are left out and neighbours of one kind
+// merged, so that a row, a column or a whole-tensor reduction is one
+// reduced dim (the kernels' fast cases).
+inline reduce_walk reduce_walk_of(int rank, const std::int64_t* ext, const bool* red) {
+    reduce_walk w;
+    std::int64_t st = 1;
+    std::int64_t kst[max_rank], rst[max_rank], kext[max_rank], rext[max_rank];
+    int nk = 0, nr = 0;
+    int last = -1;  // the kind of the dim walked last (1: reduced), -1 before any
+    for (int d = rank - 1; d >= 0; --d) {
+        if (ext[d] == 1) continue;
+        const int kind = red[d] ? 1 : 0;
+        std::int64_t* e = kind ? rext : kext;
+        int& n = kind ? nr : nk;
+        if (kind == last) {
+            e[n - 1] *= ext[d];
+        } else {
+            e[n] = ext[d];
+            (kind ? rst : kst)[n++] = st;
+        }
+        last = kind;
+        st *= ext[d];
+    }
+    // Collected from the last dim: store them first dim first.
+    w.kept_rank = nk;
+    w.red_rank = nr;
+    w.outputs = 1;
+    w.count = 1;
+    for (int i = 0; i < nk; ++i) {
+        w.kept_ext[i] = kext[nk - 1 - i];
+        w.kept_st[i] = kst[nk - 1 - i];
+        w.outputs *= w.kept_ext[i];
+    }
+    for (int i = 0; i < nr; ++i) {
+        w.red_ext[i] = rext[nr - 1 - i];
+        w.red_st[i] = rst[nr - 1 - i];
+        w.count *= w.red_ext[i];
+    }
+    return w;
+}
+// `scratch` (device memory, may be null) holds partial results when one
+// output's elements are folded by several blocks: the context lends the
+// cuBLAS workspace, which no cuBLAS call uses while a reduction runs on the
+// same stream.
+template <class T>
+void reduce(redop op, const reduce_walk& w, const T* x, T* y, void* scratch, std::size_t scratch_bytes, stream_t s);
 // Sends Out@GRAD back over X's n elements: dims and Out's strides per X dim
 // (0 on a reduced dim). sum: dout; mean: dout * scale; mean_all: dout /
 // scale; max: dout where x equals out.
