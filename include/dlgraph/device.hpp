@@ -26,6 +26,7 @@ inline constexpr int num_places = 2;
 
 struct KernelContext;
 struct OpDef;
+struct KernelFault;
 class Buffer;
 using KernelFn = void (*)(const KernelContext&);
 
@@ -60,6 +61,20 @@ public:
     // its rollback copies of device persistables this way).
     virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
     virtual void synchronize() = 0;
+
+    // Recording the work a run of steps queues, to replay it later in one
+    // launch (CUDA graphs), for devices that can. record_begin() starts
+    // recording what this thread queues, and returns false when the device
+    // does not record (or the user turned it off); record_end() stops and
+    // returns the recording, or null when the work could not be recorded
+    // (nothing recorded has run: the steps must run again); replay() queues
+    // a recording, whose kernels report faults to `fault`.
+    virtual bool record_begin() { return false; }
+    virtual std::shared_ptr<void> record_end() { return nullptr; }
+    virtual void replay(const void* recording, KernelFault* fault) {
+        (void)recording;
+        (void)fault;
+    }
 };
 
 // The CPU: no device, every step on the host.

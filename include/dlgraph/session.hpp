@@ -317,6 +317,21 @@ private:
         };
         std::vector<packed_input> packed;  // set as the steps' ctx.packed
         KernelFault fault;                 // what the steps' kernels report
+        // Runs of two or more device steps with no host step or copy between, for a
+        // device that records work (DeviceContext::record_begin, CUDA
+        // graphs): recorded on a call that finds every tensor of its steps
+        // in the memory it had on the call before (the recording holds
+        // those addresses), replayed while that holds; a shape pass drops
+        // the recording.
+        struct work_graph {
+            std::size_t begin = 0, end = 0;            // steps [begin, end)
+            std::size_t in_begin = 0, in_end = 0;      // their inputs in in_ptrs
+            std::size_t out_begin = 0, out_end = 0;    // their outputs in out_ptrs
+            std::vector<const void*> memory;           // those tensors' data on the last call
+            std::shared_ptr<void> recording;
+            bool unrecordable = false;  // a step could not be recorded, or reads host memory
+        };
+        std::vector<work_graph> graphs;
     };
 
     void check_open() const {
@@ -391,6 +406,9 @@ private:
     // steps after device work and at the end, fault checks after each step
     // and each wait.
     void run_steps(bound_plan& bp, std::chrono::nanoseconds* step_time);
+    // Runs a work graph's steps: replays its recording, records it, or runs
+    // them one by one.
+    void run_graph(bound_plan& bp, typename bound_plan::work_graph& g);
     void save_for_rollback(bound_plan& bp);
     void roll_back(bound_plan& bp) noexcept;
 
@@ -607,6 +625,36 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
     // Flat pointer arrays; reserve first so the contexts' pointers stay valid.
     std::size_t nin = 0, nout = 0;
     for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
+    if (device_) {  // the runs of device steps that may be recorded
+        std::size_t in_at = 0, out_at = 0;
+        for (std::size_t s = 0; s < p.steps.size();) {
+            std::size_t e = s, in_end = in_at, out_end = out_at;
+            // Not the planner's copies: a feed's comes from the caller's memory.
+            for (; e < p.steps.size() && p.steps[e].place == Place::device && !p.steps[e].is_copy(); ++e) {
+                in_end += p.steps[e].ins.size();
+                out_end += p.steps[e].outs.size();
+            }
+            if (e - s >= 2) {
+                typename bound_plan::work_graph g;
+                g.begin = s;
+                g.end = e;
+                g.in_begin = in_at;
+                g.in_end = in_end;
+                g.out_begin = out_at;
+                g.out_end = out_end;
+                g.memory.assign(in_end - in_at + out_end - out_at, nullptr);
+                bp->graphs.push_back(std::move(g));
+            }
+            if (e == s) {  // a host step or a copy
+                in_end += p.steps[e].ins.size();
+                out_end += p.steps[e].outs.size();
+                ++e;
+            }
+            s = e;
+            in_at = in_end;
+            out_at = out_end;
+        }
+    }
     bp->in_ptrs.reserve(nin);
     bp->out_ptrs.reserve(nout);
     bp->in_var_ptrs.reserve(nin);
@@ -713,6 +761,11 @@ auto Session<Device>::bind_feeds(bound_plan& bp, std::span<const Feed> feeds) ->
 template <device_policy Device>
 auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     ExecutionPlan& p = bp.plan;
+    for (auto& g : bp.graphs) {  // recorded with the old shapes
+        g.recording.reset();
+        g.unrecordable = false;
+        std::fill(g.memory.begin(), g.memory.end(), nullptr);
+    }
     std::vector<VarMeta> metas(p.values.size());
     std::vector<bool> known(p.values.size(), false);
     for (int v : bp.inputs) {
@@ -945,8 +998,14 @@ auto Session<Device>::run_steps(bound_plan& bp, std::chrono::nanoseconds* step_t
         device_->synchronize();
         if (bp.fault.failed()) throw_fault(bp.fault, "a step on " + bp.plan.device);
     };
+    std::size_t g = 0;  // the next work graph
     for (std::size_t s = 0; s < bp.steps.size(); ++s) {
         if (bp.wait_before[s]) wait();
+        if (g < bp.graphs.size() && bp.graphs[g].begin == s && !step_time) {
+            run_graph(bp, bp.graphs[g]);
+            s = bp.graphs[g++].end - 1;
+            continue;
+        }
         const auto t0 = step_time ? clock::now() : clock::time_point();
         bp.steps[s].first(bp.steps[s].second);
         if (step_time) {  // a device step's time is until its work is done, not until it is queued
@@ -956,6 +1015,44 @@ auto Session<Device>::run_steps(bound_plan& bp, std::chrono::nanoseconds* step_t
         if (bp.fault.failed() || s == detail::test_fail_at_step) throw_fault(bp.fault, bp.plan.steps[s].label);
     }
     if (bp.wait_at_end) wait();
+}
+
+template <device_policy Device>
+auto Session<Device>::run_graph(bound_plan& bp, typename bound_plan::work_graph& g) -> void {
+    // Whether each tensor of the steps has the memory it had on the last call.
+    bool same = true, on_device = true;
+    std::size_t k = 0;
+    auto note = [&](const Tensor* t) {
+        const void* m = t->raw();
+        if (g.memory[k] != m) same = false;
+        g.memory[k++] = m;
+        on_device = on_device && (!m || t->place() == Place::device);
+    };
+    for (std::size_t i = g.in_begin; i < g.in_end; ++i) note(bp.in_ptrs[i]);
+    for (std::size_t i = g.out_begin; i < g.out_end; ++i) note(bp.out_ptrs[i]);
+    if (!same) g.recording.reset();
+    auto replay = [&] {
+        device_->replay(g.recording.get(), &bp.fault);
+        if (detail::test_fail_at_step >= g.begin && detail::test_fail_at_step < g.end)
+            throw_fault(bp.fault, bp.plan.steps[detail::test_fail_at_step].label);
+    };
+    if (g.recording) return replay();
+    if (same && on_device && !g.unrecordable && device_->record_begin()) {
+        bool recorded = true;
+        try {
+            for (std::size_t s = g.begin; s < g.end; ++s) bp.steps[s].first(bp.steps[s].second);
+        } catch (...) {
+            recorded = false;  // nothing recorded has run: the steps run below, and throw again if they must
+        }
+        g.recording = device_->record_end();
+        if (recorded && g.recording) return replay();
+        g.recording.reset();
+        g.unrecordable = true;
+    }
+    for (std::size_t s = g.begin; s < g.end; ++s) {
+        bp.steps[s].first(bp.steps[s].second);
+        if (bp.fault.failed() || s == detail::test_fail_at_step) throw_fault(bp.fault, bp.plan.steps[s].label);
+    }
 }
 
 template <device_policy Device>

@@ -117,6 +117,7 @@ cuda_context::cuda_context(const CudaOptions& opts) {
         throw session_error("dlgraph.cuda.unavailable", "cuda: device " + std::to_string(opts.device) +
                                                             " does not exist (" + std::to_string(n) + " GPUs)");
     memory_ = std::make_shared<cuda_memory>(opts.device);
+    graphs_ = opts.graphs;
     try {
         check(cublasCreate(&blas_), "cublasCreate");
         check(cublasSetStream(blas_, memory_->stream), "cublasSetStream");
@@ -213,6 +214,44 @@ void cuda_context::synchronize() {
     }
 }
 
+// Recording is per thread (cudaStreamCaptureModeThreadLocal): another
+// thread's session on this GPU goes on as usual meanwhile. A call that
+// cannot be recorded (a cudaMalloc, a wait) fails the recording, whose work
+// then never ran; the session runs the steps again without recording.
+bool cuda_context::record_begin() {
+    if (!graphs_) return false;
+    make_current();
+    return cudaStreamBeginCapture(memory_->stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+}
+
+std::shared_ptr<void> cuda_context::record_end() {
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(memory_->stream, &graph);
+    cudaGraphExec_t exec = nullptr;
+    if (e == cudaSuccess && graph) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (e != cudaSuccess || !exec) {
+        ++record_failures_;
+        record_error_ = cudaGetErrorName(e);
+        cudaGetLastError();  // the failed recording's error is not the next call's
+        return nullptr;
+    }
+    ++recorded_;
+    const int device = memory_->device;
+    return std::shared_ptr<void>(exec, [device](void* x) {
+        const device_scope on(device);
+        cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(x));
+    });
+}
+
+void cuda_context::replay(const void* recording, KernelFault* fault) {
+    make_current();
+    fault_target_ = fault;  // the recorded kernels write the context's fault slot
+    check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(const_cast<void*>(recording)), memory_->stream),
+          "cudaGraphLaunch");
+    ++replays_;
+}
+
 CudaStats cuda_context::stats() const {
     const allocator_stats a = memory_->stats();
     CudaStats s;
@@ -226,6 +265,10 @@ CudaStats cuda_context::stats() const {
     s.kernel_steps = kernel_steps;
     s.copies_to_device = to_device_;
     s.copies_to_host = to_host_;
+    s.graphs_recorded = recorded_;
+    s.graph_replays = replays_;
+    s.graph_failures = record_failures_;
+    s.graph_failure = record_error_;
     return s;
 }
 

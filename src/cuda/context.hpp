@@ -68,6 +68,9 @@ public:
     void to_host(void* host_dst, const void* src, std::size_t bytes) override;
     void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
     void synchronize() override;
+    bool record_begin() override;
+    std::shared_ptr<void> record_end() override;
+    void replay(const void* recording, KernelFault* fault) override;
 
     cudaStream_t stream() const noexcept { return memory_->stream; }
     // Makes the context's GPU current for the calling thread (a session may
@@ -99,7 +102,10 @@ private:
     cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned: read back at each synchronize
     cuda_kernels::device_fault* fault_clean_ = nullptr;   // pinned: no fault, copied over fault_device_
     KernelFault* fault_target_ = nullptr;
-    std::size_t syncs_ = 0, to_device_ = 0, to_host_ = 0;
+    std::size_t syncs_ = 0, to_device_ = 0, to_host_ = 0, recorded_ = 0, replays_ = 0;
+    bool graphs_ = true;  // options.graphs when made
+    std::size_t record_failures_ = 0;
+    const char* record_error_ = "";
 };
 
 // The CUDA kernel of `def` at dtype `t`, or nullptr (src/cuda/ops.cpp).

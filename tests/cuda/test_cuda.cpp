@@ -269,6 +269,50 @@ TEST_CASE("cuda: an MLP's forward pass waits once per eval and allocates nothing
                             << st.device_mallocs << " cudaMalloc calls");
 }
 
+TEST_CASE("cuda: device steps are recorded as a CUDA graph and replayed, as eager runs compute") {
+    Program pa, pb;
+    auto [xa, la, lossa, stepa] = adam_classifier(pa);
+    auto [xb, lb, lossb, stepb] = adam_classifier(pb);
+    Session<cuda> replayed(pa);
+    const bool graphs = cuda::options.graphs;
+    cuda::options.graphs = false;
+    Session<cuda> eager(pb);
+    cuda::options.graphs = graphs;
+    auto labels_for = [](std::size_t rows) {
+        xt::xarray<std::int64_t> l = xt::xarray<std::int64_t>::from_shape({rows, 1});
+        for (std::size_t i = 0; i < rows; ++i) l(i, 0) = static_cast<std::int64_t>(i * 3 % 5);
+        return l;
+    };
+    for (std::size_t rows : {32, 32, 32, 32, 9, 9, 9, 32}) {  // a new batch size records again
+        CAPTURE(rows);
+        const auto x = batch(rows, 20, rows);
+        const auto labels = labels_for(rows);
+        const CudaStats before = cuda_stats(replayed.device());
+        auto a = replayed.eval(stepa.with({lossa}), {{xa, x}, {la, labels}});
+        auto b = eager.eval(stepb.with({lossb}), {{xb, x}, {lb, labels}});
+        const CudaStats after = cuda_stats(replayed.device());
+        CHECK(compare(a.back(), b.back(), 1e-6, 1e-12) == "");
+        if (before.synchronizations > 0) {  // after the first call's initializers
+            CHECK(after.synchronizations - before.synchronizations == 1);
+            CHECK((after.device_mallocs == before.device_mallocs || rows == 9));
+        }
+        MESSAGE("rows " << rows << ": recorded " << after.graphs_recorded - before.graphs_recorded << ", replayed "
+                        << after.graph_replays - before.graph_replays << ", steps launched one by one "
+                        << after.kernel_steps - before.kernel_steps);
+    }
+    const CudaStats r = cuda_stats(replayed.device()), e = cuda_stats(eager.device());
+    CHECK(r.graph_failures == 0);
+    MESSAGE("graph recordings failed: " << r.graph_failures << " (" << std::string(r.graph_failure) << ")");
+    CHECK(r.graphs_recorded >= 2);  // once per batch size at least
+    CHECK(r.graph_replays >= 6);
+    CHECK(e.graphs_recorded == 0);
+    CHECK(e.graph_replays == 0);
+    Tensor wr, we;  // the weights, on the host
+    wr.copy_from(replayed.scope().find_local("w")->get<Tensor>());
+    we.copy_from(eager.scope().find_local("w")->get<Tensor>());
+    CHECK(compare(wr, we, 1e-6, 1e-12) == "");
+}
+
 TEST_CASE("cuda: training with Adam follows the CPU, and its checkpoint loads into a CPU session") {
     Program pa, pb;
     auto [xa, la, lossa, stepa] = adam_classifier(pa);

@@ -12,7 +12,9 @@
 // one cuBLAS handle bound to it, a cuBLAS workspace, and a caching
 // allocator for the plan's device memory (see cuda/allocator.hpp).
 // Matrix products are FP32 (or FP64) unless `options.tf32` allows TF32
-// tensor cores, which round the inputs to 10 bits of mantissa.
+// tensor cores, which round the inputs to 10 bits of mantissa. A plan's
+// runs of device steps are replayed as CUDA graphs from their second call
+// with unchanged shapes and memory (`options.graphs` turns it off).
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,11 @@ struct CudaOptions {
     int device = 0;      // the GPU's ordinal
     bool tf32 = false;   // let cuBLAS use TF32 tensor cores for FP32 products
     std::size_t cublas_workspace_bytes = std::size_t(32) << 20;
+    // Record each run of device steps as a CUDA graph once a plan has run
+    // with the same tensors, and replay it after (one launch instead of one
+    // per step). Recording stops where a step cannot be recorded; a plan
+    // re-records after its shapes or its tensors' memory change.
+    bool graphs = true;
 };
 
 // What a session's CUDA context has done (cuda_stats of Session::device()).
@@ -42,6 +49,10 @@ struct CudaStats {
     std::size_t kernel_steps = 0;         // device kernels run (one per step)
     std::size_t copies_to_device = 0;
     std::size_t copies_to_host = 0;
+    std::size_t graphs_recorded = 0;      // runs of steps recorded as CUDA graphs
+    std::size_t graph_replays = 0;        // launches of a recorded graph
+    std::size_t graph_failures = 0;       // recordings that failed (those steps then run one by one)
+    const char* graph_failure = "";       // the CUDA error of the last failed recording
 };
 
 struct cuda {
