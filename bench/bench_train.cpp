@@ -11,38 +11,14 @@
 #include <dlgraph/dlgraph.hpp>
 #include <dlgraph/optimizer.hpp>
 
-#include "train_cases.hpp"
+#include "mlp_model.hpp"
 
 using namespace dlgraph;
+using train_bench::fill_batch;
+using train_bench::mlp;
+using train_bench::optimizer;
 
 namespace {
-enum class optimizer { none, sgd, adam };
-struct mlp {
-    Program p;
-    Var<float> x, logits, loss;
-    Var<std::int64_t> label;
-    TrainStep step;
-    explicit mlp(optimizer opt) {
-        x = p.input<float>("x", {-1, 784});
-        label = p.input<std::int64_t>("label", {-1, 1});
-        auto h1 = relu(matmul(x, p.parameter<float>("w1", {784, 512}, init::kaiming_uniform(1))) +
-                       p.parameter<float>("b1", {512}, init::constant(0)));
-        auto h2 = relu(matmul(h1, p.parameter<float>("w2", {512, 512}, init::kaiming_uniform(2))) +
-                       p.parameter<float>("b2", {512}, init::constant(0)));
-        logits = matmul(h2, p.parameter<float>("w3", {512, 10}, init::xavier_uniform(3))) +
-                 p.parameter<float>("b3", {10}, init::constant(0));
-        loss = mean(softmax_with_cross_entropy(logits, label).second);
-        if (opt == optimizer::sgd) step = SGD(0.01).minimize(loss);
-        if (opt == optimizer::adam) step = Adam(1e-3).minimize(loss);
-    }
-};
-
-void fill_batch(std::int64_t n, Tensor& x, Tensor& y) {
-    x.resize(DataType::FP32, {n, 784});
-    y.resize(DataType::INT64, {n, 1});
-    train_bench::fill(n, x.data<float>(), y.data<std::int64_t>());
-}
-
 void train(benchmark::State& state, optimizer opt) {
     mlp m(opt);
     Session<cpu> s(m.p, SessionOptions{static_cast<int>(state.range(1))});
