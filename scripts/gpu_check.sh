@@ -9,6 +9,7 @@
 #           cudaMemcpy, 1,000 tiny ops
 #   train   the MLP training step: bench_cuda and PyTorch
 #           (bench/bench_train_torch_cuda.py), alternated three times
+#   memcheck  the tests under compute-sanitizer's memcheck (only when named)
 # Logs go to $OUT (the device tool's folder) or /tmp/gpu-out. BENCH_FILTER
 # narrows the bench stage (a regex), TRAIN_ROUNDS sets the train stage's rounds.
 #   bash scripts/gpu_check.sh [tests] [fmnist] [bench] [train]
@@ -46,6 +47,10 @@ for s in $stages; do
       timeout 60 .gpu/bench_cuda --benchmark_filter=mlp_train --benchmark_min_time=0.5 2>&1 | grep BM_ | tee -a "$out/train.log"
       PYTHONUNBUFFERED=1 timeout 90 python3 bench/bench_train_torch_cuda.py --reps 3 --steps 100 2>&1 | tee -a "$out/train.log"
     done ;;
+  memcheck)  # not in the default stages: the tests under compute-sanitizer (several times slower)
+    stage memcheck
+    timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 \
+      .gpu/dlgraph_cuda_tests 2>&1 | tee "$out/memcheck.log" | tail -40 ;;
   *) echo "unknown stage $s" ;;
   esac
 done
