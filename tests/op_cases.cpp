@@ -995,6 +995,42 @@ void shape_op_cases(case_list& out) {
         out.push_back(cb.done());
     }
 
+    // squeeze2 / unsqueeze2 and their grads (XShape: [0, X's dims]), flip: every stored dtype.
+    struct sq_v {
+        const char* name;
+        Shape x;
+        std::vector<std::int64_t> axes;
+    };
+    const sq_v squeezes[] = {{"all_1x7x1x3", {1, 7, 1, 3}, {}},  {"axis0_1x5", {1, 5}, {0}},   {"negative_4x1x2", {4, 1, 2}, {-2}},
+                             {"kept_3x1", {3, 1}, {0, 1}},       {"all_1x1", {1, 1}, {}},      {"axis2_2x3x1", {2, 3, 1}, {2}},
+                             {"empty_0x1", {0, 1}, {1}}};
+    const sq_v unsqueezes[] = {{"front_7x3", {7, 3}, {0}},     {"back_5", {5}, {-1}},        {"two_2x3", {2, 3}, {0, 2}},
+                               {"order_3x4", {3, 4}, {2, 0}},  {"negatives_6", {6}, {-1, -1}}, {"middle_2x2x2", {2, 2, 2}, {1}},
+                               {"empty_0x3", {0, 3}, {1}}};
+    const std::vector<std::int64_t> flips[] = {{0}, {-1}, {0, 1}, {1}, {0, 2}, {}, {0}};
+    const Shape flip_shapes[] = {{5, 7}, {3, 33}, {4, 6}, {2, 3, 4}, {3, 2, 5}, {9}, {0, 3}};
+    for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
+        const DataType t = all_dtypes[k];
+        for (bool squeeze : {true, false}) {
+            const sq_v& v = squeeze ? squeezes[k] : unsqueezes[k];
+            const std::string type = squeeze ? "squeeze2" : "unsqueeze2";
+            const std::vector<Attribute> at{a_ints("axes", v.axes)};
+            case_builder cb(case_name(type, t, v.name));
+            cb.in("x", t, v.x, values_for(t)).op(type, {{"X", {"x"}}}, {{"Out", {"out"}}, {"XShape", {"xshape"}}}, at);
+            out.push_back(cb.done());
+            const Shape os = forward_shape(type, t, {{"X", v.x}}, at, "Out");
+            Shape xshape{0};
+            for (auto d : v.x) xshape.push_back(d);
+            case_builder g(case_name(type + "_grad", t, v.name));
+            g.in("xshape", t, xshape, values_for(t)).in("out@GRAD", t, os, values_for(t));
+            g.op(type + "_grad", {{"XShape", {"xshape"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}});
+            out.push_back(g.done());
+        }
+        case_builder f(case_name("flip", t, "case" + std::to_string(k)));
+        f.in("x", t, flip_shapes[k], values_for(t)).op("flip", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_ints("axis", flips[k])});
+        out.push_back(f.done());
+    }
+
     auto transpose = [&](std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> perm) {
         case_builder cb(case_name("transpose", t, variant));
         cb.in("x", t, s, values_for(t)).op("transpose", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_ints("axis", std::move(perm))});

@@ -1269,6 +1269,86 @@ TEST_CASE("Paddle's test_reduce_op.py classes") {
     }
 }
 
+// ---- squeeze2, unsqueeze2, flip ----------------------------------------------------------------
+
+TEST_CASE("squeeze / unsqueeze: Paddle's shapes, the elements unchanged, XShape, gradients") {
+    struct case_t {
+        bool squeeze;
+        shape_t in;
+        std::vector<std::int64_t> axes;
+        shape_t out;
+    };
+    const std::vector<case_t> cases = {
+        {true, {1, 3, 1, 5}, {}, {3, 5}},          {true, {1, 3, 1, 5}, {0}, {3, 1, 5}},
+        {true, {1, 3, 1, 5}, {-2}, {1, 3, 5}},     {true, {1, 3, 1, 5}, {1}, {1, 3, 1, 5}},  // 3 stays
+        {true, {1, 1}, {}, {1}},                   {false, {3, 5}, {0}, {1, 3, 5}},
+        {false, {3, 5}, {-1}, {3, 5, 1}},          {false, {3, 5}, {0, 2}, {1, 3, 1, 5}},
+        {false, {3, 5}, {2, 0}, {1, 3, 5, 1}},     {false, {3, 5}, {-1, -1}, {3, 5, 1, 1}},
+        {false, {3, 5}, {1, -4}, {1, 3, 1, 5}},
+    };
+    std::uint64_t seed = 501;
+    for (const auto& c : cases) {
+        INFO((c.squeeze ? "squeeze " : "unsqueeze ") << to_string(to_shape(c.in)) << " axes " << to_string(Shape(c.axes)));
+        Program p;
+        auto x = p.input<double>("x", to_shape(c.in));
+        auto y = c.squeeze ? dlgraph::squeeze(x, c.axes) : dlgraph::unsqueeze(x, c.axes);
+        CHECK(y.shape() == to_shape(c.out));
+        const auto& op = p.desc().blocks[0].ops.back();
+        CHECK(op.type == (c.squeeze ? "squeeze2" : "unsqueeze2"));
+        Shape xshape{0};
+        for (auto d : c.in) xshape.push_back(static_cast<std::int64_t>(d));
+        CHECK(Shape(p.desc().blocks[0].find_var(op.output("XShape")->arguments.at(0))->dims) == xshape);
+        auto xv = rnd<double>(c.in, seed++);
+        Session<dlgraph::cpu> s(p);
+        xt::xarray<double> got = s.eval(y, {{x, xv}});
+        REQUIRE(got.size() == xv.size());
+        CHECK(std::equal(got.begin(), got.end(), xv.begin()));
+        grad_check::check({{"x", xt::xarray<double>(xv)}}, [&](Program&, const std::vector<dlgraph::Var<double>>& v) {
+            return c.squeeze ? dlgraph::squeeze(v[0], c.axes) : dlgraph::unsqueeze(v[0], c.axes);
+        });
+    }
+    Program p;
+    auto x = p.input<float>("x", {2, -1, 1});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::squeeze(x, {3}); }, {"dlgraph.shape.axis", "squeeze2", "axes entry 3"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::squeeze(x, {1}); },
+                                       {"dlgraph.shape.squeeze", "axis 1 of unknown size cannot be squeezed"});
+    CHECK(dlgraph::squeeze(x).shape() == Shape{2, -1});  // unknown dims are not listed: kept
+    check_throws<dlgraph::shape_error>([&] { dlgraph::unsqueeze(x, {5}); },
+                                       {"dlgraph.shape.axis", "unsqueeze2", "axes entry 5 is out of range for a shape of 3 dims"});
+}
+
+TEST_CASE_TEMPLATE("flip: every set of dims against a direct reference; gradient; errors", T, double, std::int64_t, bool) {
+    const shape_t shape{2, 3, 4};
+    auto xv = xt::xarray<T>::from_shape(shape);
+    std::mt19937_64 g(9);
+    for (auto& v : xv) v = static_cast<T>(static_cast<int>(g() % 50));
+    for (auto axis : std::vector<std::vector<std::int64_t>>{{}, {0}, {2}, {-1}, {1, 2}, {0, 2}, {0, 1, 2}}) {
+        INFO("axis " << to_string(Shape(axis)));
+        Program p;
+        auto x = p.input<T>("x", to_shape(shape));
+        auto y = dlgraph::flip(x, axis);
+        Session<dlgraph::cpu> s(p);
+        xt::xarray<T> got = s.eval(y, {{x, xv}});
+        bool f[3] = {};
+        for (auto a : axis) f[a < 0 ? a + 3 : a] = true;
+        bool same = true;
+        for (std::size_t i = 0; i < 2; ++i)
+            for (std::size_t j = 0; j < 3; ++j)
+                for (std::size_t k = 0; k < 4; ++k)
+                    same = same && got(i, j, k) == xv(f[0] ? 1 - i : i, f[1] ? 2 - j : j, f[2] ? 3 - k : k);
+        CHECK(same);
+    }
+    if constexpr (std::is_same_v<T, double>) {
+        for (auto axis : std::vector<std::vector<std::int64_t>>{{0}, {1, 2}, {-1}})
+            grad_check::check({{"x", grad_check::random({2, 3, 4}, 7)}},
+                              [&](Program&, const std::vector<dlgraph::Var<double>>& v) { return dlgraph::flip(v[0], axis); });
+        Program p;
+        auto x = p.input<double>("x", {2, 3});
+        check_throws<dlgraph::shape_error>([&] { dlgraph::flip(x, {2}); }, {"dlgraph.shape.axis", "flip", "axis 2 is out of range"});
+        check_throws<dlgraph::shape_error>([&] { dlgraph::flip(x, {1, -1}); }, {"lists dim 1 twice"});
+    }
+}
+
 // ---- reshape ---------------------------------------------------------------------------------
 
 TEST_CASE_TEMPLATE("reshape: 0 copies, -1 infers, data is unchanged", T, float, double, std::int64_t, bool) {

@@ -886,6 +886,30 @@ template <element_type T> Var<T> reshape(const Var<T>& x, std::vector<std::int64
     return detail::unary_out<T>("reshape", detail::state_of(x), {{"X", {x.name()}}},
                                 {Attribute::make_ints("shape", std::move(shape))});
 }
+namespace detail {
+// squeeze2 / unsqueeze2: Out and the XShape their grad ops read.
+template <element_type T> Var<T> with_xshape(const std::string& type, const Var<T>& x, std::vector<std::int64_t> axes) {
+    auto st = state_of(x);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    const int idx = p.append(type, {{"X", {x.name()}}}, {{"Out", 1}, {"XShape", 1}},
+                             {Attribute::make_ints("axes", std::move(axes))}, &names);
+    return Var<T>(st, names[0][0], idx);
+}
+}  // namespace detail
+// x without its dims of 1: those listed (a listed dim other than 1 stays, as
+// in Paddle), or all of them (paddle.squeeze).
+template <element_type T> Var<T> squeeze(const Var<T>& x, std::vector<std::int64_t> axes = {}) {
+    return detail::with_xshape("squeeze2", x, std::move(axes));
+}
+// x with dims of 1 inserted at `axes`, in order (paddle.unsqueeze).
+template <element_type T> Var<T> unsqueeze(const Var<T>& x, std::vector<std::int64_t> axes) {
+    return detail::with_xshape("unsqueeze2", x, std::move(axes));
+}
+// x reversed along the dims in `axis` (paddle.flip).
+template <element_type T> Var<T> flip(const Var<T>& x, std::vector<std::int64_t> axis) {
+    return detail::unary_out<T>("flip", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_ints("axis", std::move(axis))});
+}
 template <element_type T> Var<T> transpose(const Var<T>& x, std::vector<std::int64_t> axis) {
     return detail::unary_out<T>("transpose", detail::state_of(x), {{"X", {x.name()}}},
                                 {Attribute::make_ints("axis", std::move(axis))});

@@ -125,7 +125,7 @@ struct scale_op {
     }
 };
 
-// Ops that move bytes: assign, reshape, reshape_grad (Out holds input In's elements).
+// Ops that move bytes: assign, reshape, squeeze2, unsqueeze2 and their grads (Out holds input In's elements).
 template <int In> struct copy_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(In);
@@ -683,6 +683,10 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::assign, stored<copy_op<0>>());
     set(op_id::reshape, stored<copy_op<ops::reshape_op::X>>());
     set(op_id::reshape_grad, stored<copy_op<ops::reshape_grad_op::DOut>>());
+    set(op_id::squeeze2, stored<copy_op<ops::squeeze2_op::X>>());  // XShape holds no elements
+    set(op_id::unsqueeze2, stored<copy_op<ops::unsqueeze2_op::X>>());
+    set(op_id::squeeze2_grad, stored<copy_op<ops::squeeze2_grad_op::DOut>>());
+    set(op_id::unsqueeze2_grad, stored<copy_op<ops::squeeze2_grad_op::DOut>>());
     set(op_id::fill_constant, numbers<fill_constant_op>());
     set(op_id::fill_any_like, numbers<fill_any_like_op>());
     set(op_id::cast, numbers<cast_op>());

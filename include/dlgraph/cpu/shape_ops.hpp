@@ -41,6 +41,28 @@ struct reshape_grad_op : ops::reshape_grad_op {
     }
 };
 
+// squeeze2 and unsqueeze2 copy X (XShape holds no elements); their grads
+// copy Out@GRAD.
+struct squeeze2_op : ops::squeeze2_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::copy_elements(c.in(X).data<T>(), c.in(X).numel(), c.out(Out).data<T>());
+    }
+};
+struct squeeze2_grad_op : ops::squeeze2_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        kernels::copy_elements(c.in(DOut).data<T>(), c.in(DOut).numel(), c.out(0).data<T>());
+    }
+};
+
+struct flip_op : ops::flip_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        bool f[max_rank];
+        flipped(nullptr, c.attr(axis).ints, x.shape(), f);
+        kernels::flip(x.data<T>(), x.shape().begin(), x.rank(), f, c.out(0).data<T>());
+    }
+};
+
 struct transpose_op : ops::transpose_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
@@ -164,6 +186,11 @@ struct sum_op : ops::sum_op {
 inline void reshape_kernels(OpDef& d) { d.kernels = copy_kernels<reshape_op>(); }
 inline void reshape_grad_kernels(OpDef& d) { d.kernels = copy_kernels<reshape_grad_op>(); }
 inline void transpose_kernels(OpDef& d) { d.kernels = copy_kernels<transpose_op>(); }
+inline void squeeze2_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_op>(); }
+inline void unsqueeze2_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_op>(); }  // the same copy
+inline void squeeze2_grad_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_grad_op>(); }
+inline void unsqueeze2_grad_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_grad_op>(); }
+inline void flip_kernels(OpDef& d) { d.kernels = copy_kernels<flip_op>(); }
 inline void concat_kernels(OpDef& d) { d.kernels = copy_kernels<concat_op>(); }
 inline void concat_grad_kernels(OpDef& d) { d.kernels = copy_kernels<concat_grad_op>(); }
 inline void split_kernels(OpDef& d) { d.kernels = copy_kernels<split_op>(); }

@@ -1,5 +1,5 @@
 // Moving and regrouping elements, the kernel core of the shape ops (reshape,
-// transpose, concat, split, cast) and of sum: loops on raw pointers that copy
+// transpose, flip, concat, split, cast) and of sum: loops on raw pointers that copy
 // whole contiguous runs wherever the layout allows, so they are memcpy-bound.
 #pragma once
 
@@ -29,6 +29,35 @@ inline bool next_index(std::int64_t* idx, const std::int64_t* dims, int r) noexc
 template <class T, class N> inline void copy_elements(const T* src, N n, T* dst) noexcept {
     const std::int64_t m = extent(n);
     if (m > 0 && src != dst) std::memcpy(dst, src, static_cast<std::size_t>(m) * sizeof(T));
+}
+
+// ---- flip --------------------------------------------------------------------------------
+
+// y = x reversed along the dims flagged in `flipped`: x has `rank` dims
+// `dims` (row-major). Runs of the trailing dims that are not flipped are
+// copied whole; y must not alias x.
+template <class T, class R>
+inline void flip(const T* x, const std::int64_t* dims, R rank_, const bool* flipped, T* y) noexcept {
+    const int rank = static_cast<int>(extent(rank_));
+    std::int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= dims[i];
+    if (n == 0) return;
+    // The trailing dims not flipped form one contiguous run.
+    int lead = rank;
+    std::int64_t run = 1;
+    while (lead > 0 && !flipped[lead - 1]) run *= dims[--lead];
+    std::int64_t idx[max_rank] = {}, st[max_rank] = {};
+    std::int64_t stride = run;
+    for (int i = lead - 1; i >= 0; --i) {
+        st[i] = stride;
+        stride *= dims[i];
+    }
+    for (std::int64_t out = 0; out < n; out += run) {
+        std::int64_t in = 0;
+        for (int i = 0; i < lead; ++i) in += (flipped[i] ? dims[i] - 1 - idx[i] : idx[i]) * st[i];
+        copy_elements(x + in, run, y + out);
+        shape_detail::next_index(idx, dims, lead);
+    }
 }
 
 // ---- transpose ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Ops that move or regroup data without arithmetic on it (reshape,
-// transpose, concat, split, cast) plus sum of several tensors, their
+// squeeze2, unsqueeze2, transpose, flip, concat, split, cast) plus sum of
+// several tensors, their
 // definitions: slots, shape inference and gradients. The copy loops are in
 // kernels/shape.hpp (the kernel core), the CPU kernels in cpu/shape_ops.hpp.
 #pragma once
@@ -373,6 +374,184 @@ inline OpDef cast_def() {
         g.type = "cast";
         g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
         g.set_attr(Attribute::make_int("in_dtype", out->i)).set_attr(Attribute::make_int("out_dtype", in->i));
+        return {g};
+    };
+    return d;
+}
+
+// ---- squeeze2, unsqueeze2 ----------------------------------------------------------------
+//
+// Paddle's squeeze2 and unsqueeze2: Out is X with dims of 1 taken out (the
+// listed `axes` that are 1, or every 1 when axes is empty) or put in (at
+// `axes`, in order, each counted in the shape so far), and XShape is
+// [0, X's dims...], an empty tensor whose shape the grad ops read, so that X
+// need not stay alive. Deviations: a listed axis of unknown size is refused
+// (its rank would be unknown), squeezing every dim gives [1] (Paddle 2: a
+// 0-D tensor), and the AxesTensor inputs are not supported.
+struct squeeze2_op {
+    enum { X = 0 };
+    enum { Out = 0, XShape = 1 };
+    enum { axes = 0 };
+    static Shape xshape(const InferContext& c, const Shape& s) {
+        if (s.rank() == max_rank)
+            c.fail("dlgraph.shape.squeeze", "X is " + to_string(s) + ": XShape would have more than " +
+                                                std::to_string(max_rank) + " dims");
+        Shape x{0};
+        for (auto d : s) x.push_back(d);
+        return x;
+    }
+    static void infer(const InferContext& c) {
+        const Shape& s = c.shape(X);
+        const auto& ax = c.attr(axes).ints;
+        bool drop[max_rank] = {};
+        for (int i = 0; i < s.rank() && ax.empty(); ++i) drop[i] = s[i] == 1;
+        for (auto a : ax) {
+            const int i = infer_axis(c, a, s, "X", "axes entry");
+            if (s[i] < 0)
+                c.fail("dlgraph.shape.squeeze", "X is " + to_string(s) + ": axis " + std::to_string(a) +
+                                                    " of unknown size cannot be squeezed (Out's rank would be unknown)");
+            drop[i] = s[i] == 1;  // a listed dim other than 1 stays, as in Paddle
+        }
+        Shape out;
+        for (int i = 0; i < s.rank(); ++i)
+            if (!drop[i]) out.push_back(s[i]);
+        if (out.rank() == 0) out.push_back(1);  // [1] for a squeezed [1, 1], as the reductions give
+        c.set(Out, c.dtype(X), out);
+        c.set(XShape, c.dtype(X), xshape(c, s));
+    }
+};
+struct unsqueeze2_op {
+    enum { X = 0 };
+    enum { Out = 0, XShape = 1 };
+    enum { axes = 0 };
+    static void infer(const InferContext& c) {
+        const Shape& s = c.shape(X);
+        const auto& ax = c.attr(axes).ints;
+        const std::int64_t rank = s.rank() + static_cast<std::int64_t>(ax.size());
+        if (rank > max_rank)
+            c.fail("dlgraph.shape.squeeze", "axes " + ints_text(ax) + " for X of shape " + to_string(s) +
+                                                ": Out would have more than " + std::to_string(max_rank) + " dims");
+        // Paddle's order: each axis counts in the shape so far (negative from
+        // its end, past the last dim), the dims of 1 placed before move right.
+        bool one[max_rank] = {};
+        std::int64_t cur = s.rank();
+        for (auto a : ax) {
+            const std::int64_t at = a < 0 ? a + cur + 1 : a;
+            if (at < 0 || at > cur)
+                c.fail("dlgraph.shape.axis", "axes entry " + std::to_string(a) + " is out of range for a shape of " +
+                                                 std::to_string(cur) + " dims (X is " + to_string(s) + ")");
+            for (std::int64_t i = cur; i > at; --i) one[i] = one[i - 1];
+            one[at] = true;
+            ++cur;
+        }
+        Shape out;
+        for (std::int64_t i = 0, k = 0; i < rank; ++i) out.push_back(one[i] ? 1 : s[static_cast<int>(k++)]);
+        c.set(Out, c.dtype(X), out);
+        c.set(XShape, c.dtype(X), squeeze2_op::xshape(c, s));
+    }
+};
+
+// XShape, Out@GRAD -> X@GRAD: Out@GRAD's elements with X's shape (XShape
+// without its leading 0).
+struct squeeze2_grad_op {
+    enum { XShape = 0, DOut = 1 };
+    static void infer(const InferContext& c) {
+        const Shape& xs = c.shape(XShape);
+        if (xs.rank() < 1 || xs[0] != 0)
+            c.fail("dlgraph.shape.grad", "XShape is " + to_string(xs) + ": it must be [0, X's dims...]");
+        Shape x;
+        for (int i = 1; i < xs.rank(); ++i) x.push_back(xs[i]);
+        const std::int64_t nx = x.numel(), nd = c.shape(DOut).numel();
+        if (nx >= 0 && nd >= 0 && nx != nd)
+            c.fail("dlgraph.shape.grad", "XShape is " + to_string(xs) + " but Out@GRAD is " + to_string(c.shape(DOut)) +
+                                             ": element counts differ");
+        c.set(0, c.dtype(DOut), x);
+    }
+};
+
+inline GradMaker xshape_grad_maker(std::string_view grad_type) {
+    // One maker per grad type: a GradMaker is a plain function pointer.
+    if (grad_type == "squeeze2_grad")
+        return [](const GradRequest& r) -> std::vector<OpDesc> {
+            const std::string dx = r.grad_name("X", 0);
+            if (dx.empty()) return {};
+            OpDesc g;
+            g.type = "squeeze2_grad";
+            g.set_input("XShape", {r.fwd.output("XShape")->arguments.at(0)})
+                .set_input("Out@GRAD", {r.out_grad("Out", 0)})
+                .set_output("X@GRAD", {dx});
+            return {g};
+        };
+    return [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "unsqueeze2_grad";
+        g.set_input("XShape", {r.fwd.output("XShape")->arguments.at(0)})
+            .set_input("Out@GRAD", {r.out_grad("Out", 0)})
+            .set_output("X@GRAD", {dx});
+        return {g};
+    };
+}
+
+inline OpDef squeeze2_def() {
+    OpDef d{"squeeze2", {{"X"}}, {{"Out"}, {"XShape"}}, {{"axes", Attribute::make_ints("axes", {})}}, &squeeze2_op::infer};
+    d.doc = "Out = X without its dims of 1 (those in axes, or all); XShape = [0, X's dims]";
+    d.grad_maker = xshape_grad_maker("squeeze2_grad");
+    return d;
+}
+inline OpDef unsqueeze2_def() {
+    OpDef d{"unsqueeze2", {{"X"}}, {{"Out"}, {"XShape"}}, {{"axes", Attribute::make_ints("axes", {}), true}},
+            &unsqueeze2_op::infer};
+    d.doc = "Out = X with dims of 1 inserted at axes; XShape = [0, X's dims]";
+    d.grad_maker = xshape_grad_maker("unsqueeze2_grad");
+    return d;
+}
+inline OpDef squeeze2_grad_def() {
+    OpDef d{"squeeze2_grad", {{"XShape"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {}, &squeeze2_grad_op::infer};
+    d.kernel_slot = squeeze2_grad_op::DOut;
+    d.doc = "X@GRAD = Out@GRAD with X's shape (from XShape)";
+    return d;
+}
+inline OpDef unsqueeze2_grad_def() {
+    OpDef d = squeeze2_grad_def();
+    d.type = "unsqueeze2_grad";
+    return d;
+}
+
+// ---- flip --------------------------------------------------------------------------------
+//
+// Out = X with the order of its elements reversed along each dim in `axis`
+// (paddle.flip). The gradient is Out@GRAD flipped along the same dims.
+struct flip_op {
+    enum { X = 0 };
+    enum { axis = 0 };
+    // Which dims of a rank-r X are flipped.
+    static void flipped(const InferContext* c, const std::vector<std::int64_t>& ax, const Shape& s, bool* f) {
+        for (int i = 0; i < s.rank(); ++i) f[i] = false;
+        for (auto a : ax) {
+            const int i = c ? infer_axis(*c, a, s, "X") : static_cast<int>(a < 0 ? a + s.rank() : a);
+            if (c && f[i])
+                c->fail("dlgraph.shape.axis", "axis " + ints_text(ax) + " lists dim " + std::to_string(i) + " twice");
+            f[i] = true;
+        }
+    }
+    static void infer(const InferContext& c) {
+        bool f[max_rank];
+        flipped(&c, c.attr(axis).ints, c.shape(X), f);
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+};
+inline OpDef flip_def() {
+    OpDef d{"flip", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_ints("axis", {}), true}}, &flip_op::infer};
+    d.doc = "Out = X reversed along each dim in axis";
+    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
+        const std::string dx = r.grad_name("X", 0);
+        if (dx.empty()) return {};
+        OpDesc g;
+        g.type = "flip";
+        g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
+        g.attrs = r.fwd.attrs;
         return {g};
     };
     return d;
