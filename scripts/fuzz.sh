@@ -17,7 +17,7 @@ bash scripts/setup.sh --with-fuzz
 jobs=${DLGRAPH_JOBS:-$(nproc)}
 source scripts/configure.sh
 export CC=clang-14 CXX=clang++-14
-configure build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g" \
+configure build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" \
   -DDLGRAPH_BUILD_FUZZ=ON -DDLGRAPH_SANITIZE=address,undefined -DDLGRAPH_BUILD_TESTS=OFF \
   -DDLGRAPH_BUILD_EXAMPLES=OFF -DDLGRAPH_BUILD_TOOLS=OFF
 targets=(program npy npz idx checkpoint cli)
