@@ -17,7 +17,8 @@ struct mlp {
     Var<float> x, logits, loss;
     Var<std::int64_t> label;
     TrainStep step;
-    explicit mlp(optimizer opt) {
+    // nranks > 0: data parallel over that many processes (bench_data_parallel).
+    explicit mlp(optimizer opt, int nranks = 0) {
         x = p.input<float>("x", {-1, 784});
         label = p.input<std::int64_t>("label", {-1, 1});
         auto h1 = relu(matmul(x, p.parameter<float>("w1", {784, 512}, init::kaiming_uniform(1))) +
@@ -27,8 +28,8 @@ struct mlp {
         logits = matmul(h2, p.parameter<float>("w3", {512, 10}, init::xavier_uniform(3))) +
                  p.parameter<float>("b3", {10}, init::constant(0));
         loss = mean(softmax_with_cross_entropy(logits, label).second);
-        if (opt == optimizer::sgd) step = SGD(0.01).minimize(loss);
-        if (opt == optimizer::adam) step = Adam(1e-3).minimize(loss);
+        if (opt == optimizer::sgd) step = SGD(0.01).data_parallel(nranks).minimize(loss);
+        if (opt == optimizer::adam) step = Adam(1e-3).data_parallel(nranks).minimize(loss);
     }
 };
 

@@ -9,6 +9,11 @@
 //                 [--channels C1,C2] [--limit N] [--threads N] [--out DIR]
 //   fashion_mnist --eval-only CHECKPOINT_DIR     (a new process, same accuracy)
 //   fashion_mnist --device cuda ...              (on the GPU, in a build with dlgraph::cuda)
+//   mpirun -np 2 fashion_mnist --data-parallel   (data parallel over the processes, in a build with
+//                                                 dlgraph::mpi: each process trains on its share of every
+//                                                 batch, the gradients are averaged over the processes,
+//                                                 so training is one process's to rounding; rank 0
+//                                                 reports and saves the checkpoint)
 #include <dlgraph/checkpoint.hpp>
 #include <dlgraph/data/idx.hpp>
 #include <dlgraph/dlgraph.hpp>
@@ -16,11 +21,15 @@
 #ifdef DLGRAPH_HAS_CUDA
 #include <dlgraph/cuda/cuda.hpp>
 #endif
+#ifdef DLGRAPH_HAS_MPI
+#include <dlgraph/mpi.hpp>
+#endif
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -47,7 +56,11 @@ struct options {
     std::int64_t limit = 0;  // use only the first N training examples (0: all)
     int threads = 0;         // per kernel (0: every core); results do not depend on it
     std::string device = "cpu";  // cpu, or cuda (a build with the CUDA backend)
+    bool data_parallel = false;  // over the processes of an mpirun job (a build with MPI)
 };
+
+// The processes of the job, with --data-parallel; else null.
+std::shared_ptr<Communicator> comm;
 
 options parse(int argc, char** argv) {
     options o;
@@ -76,6 +89,7 @@ options parse(int argc, char** argv) {
         }
         else if (a == "--device") o.device = next();
         else if (a == "--threads") o.threads = std::stoi(next());
+        else if (a == "--data-parallel") o.data_parallel = true;
         else throw std::runtime_error("unknown option " + a + " (see the comment at the top of fashion_mnist.cpp)");
     }
     if (o.model != "mlp" && o.model != "cnn") throw std::runtime_error("unknown model '" + o.model + "' (mlp or cnn)");
@@ -92,7 +106,8 @@ struct model {
     TrainStep step;
 };
 
-model build(const options& o) {
+// nranks > 0: data parallel over that many processes.
+model build(const options& o, int nranks) {
     model m;
     Program& p = m.p;
     auto x = p.input<float>("x", {-1, 784});
@@ -104,7 +119,9 @@ model build(const options& o) {
     auto prob = p.rename(softmax(p.rename(l.test, "logits")), "prob");  // what a fixed model returns (examples/embedded)
     auto [top1, top1_index] = top_k(prob, 1);
     p.rename(accuracy(top1, top1_index, label), "accuracy");
-    m.step = Adam(o.lr).minimize(loss);
+    Adam opt(o.lr);
+    if (nranks > 0) opt.data_parallel(nranks);
+    m.step = opt.minimize(loss);
     return m;
 }
 
@@ -137,21 +154,48 @@ void progress(int epoch, int epochs, std::int64_t done, std::int64_t total, doub
     std::fflush(stdout);
 }
 
+// Share `rank` of `size` equal shares of t's rows (the last batch of an
+// epoch may be short: its shares differ by at most a row).
+void rows_of(const Tensor& t, int rank, int size, Tensor& out) {
+    const std::int64_t rows = t.shape()[0], begin = rows * rank / size, end = rows * (rank + 1) / size;
+    Shape s = t.shape();
+    s[0] = end - begin;
+    out.resize(t.dtype(), s);
+    const std::size_t row_bytes = t.bytes() / static_cast<std::size_t>(rows > 0 ? rows : 1);
+    if (out.bytes() > 0)
+        std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + static_cast<std::size_t>(begin) * row_bytes, out.bytes());
+}
+
 template <class Device> int train(const options& o) {
     const auto t0 = clock_type::now();
     data::dataset train_set = data::load_images_and_labels(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz");
     data::dataset test_set = data::load_images_and_labels(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz");
     if (o.limit > 0 && o.limit < train_set.count) train_set.count = o.limit;
+    // Data parallel: every rank shuffles alike and takes its share of each
+    // batch (rows [rank * share, (rank + 1) * share)); the gradients'
+    // average over the ranks is then the whole batch's.
+    const int rank = comm ? comm->rank() : 0, size = comm ? comm->size() : 1;
+    if (o.batch % size != 0)
+        throw std::runtime_error("--batch " + std::to_string(o.batch) + " does not split evenly over " +
+                                 std::to_string(size) + " processes");
+    const std::int64_t share = o.batch / size;
+    const bool lead = rank == 0;  // reports, evaluates and saves
+    if (!lead && !std::freopen("/dev/null", "w", stdout)) throw std::runtime_error("cannot silence rank " + std::to_string(rank));
+    if (comm) std::printf("data parallel over %d processes (%s), %lld examples of each batch per process\n", size,
+                          comm->describe().c_str(), static_cast<long long>(share));
     std::printf("Fashion-MNIST: %lld training and %lld test images (%.1fs to load)\n",
                 static_cast<long long>(train_set.count), static_cast<long long>(test_set.count),
                 std::chrono::duration<double>(clock_type::now() - t0).count());
 
-    model m = build(o);
-    Session<Device> s(m.p, SessionOptions{.threads = o.threads});
+    model m = build(o, comm ? size : 0);
+    SessionOptions so{.threads = o.threads};
+    if (comm) so.comms = {comm};
+    Session<Device> s(m.p, so);
+    if (comm) broadcast_persistables(s, *comm);  // every rank starts from rank 0's parameters
     data::batcher batches(train_set, o.batch, /*seed=*/42);
     const std::vector<TargetRef> targets = m.step.with({TargetRef("loss")});
     std::vector<Tensor> out(targets.size());
-    Tensor x, y;
+    Tensor batch_x, batch_y, x, y;
     const bool tty = isatty(STDOUT_FILENO);
     std::vector<std::pair<double, double>> loss_curve, acc_curve;
     const auto train_start = clock_type::now();
@@ -164,7 +208,14 @@ template <class Device> int train(const options& o) {
         const std::int64_t nb = batches.batches();
         const auto epoch_start = clock_type::now();
         for (std::int64_t b = 0; b < nb; ++b) {
-            batches.fill(b, x, y);
+            batches.fill(b, batch_x, batch_y);
+            if (size == 1) {
+                std::swap(x, batch_x);
+                std::swap(y, batch_y);
+            } else {
+                rows_of(batch_x, rank, size, x);
+                rows_of(batch_y, rank, size, y);
+            }
             const std::vector<Feed> feeds{{"x", x}, {"label", y}};
             s.eval_into(targets, feeds, out);
             const double l = out.back().item<float>();
@@ -176,7 +227,7 @@ template <class Device> int train(const options& o) {
                 window = 0;
                 window_n = 0;
             }
-            if (tty ? ((b + 1) % 10 == 0 || b + 1 == nb) : ((b + 1) % (nb / 4 + 1) == 0)) {
+            if (lead && (tty ? ((b + 1) % 10 == 0 || b + 1 == nb) : ((b + 1) % (nb / 4 + 1) == 0))) {
                 const double secs = std::chrono::duration<double>(clock_type::now() - epoch_start).count();
                 const double rate = static_cast<double>((b + 1) * o.batch) / secs;
                 // The batches left at this epoch's rate (evaluations not counted).
@@ -185,6 +236,7 @@ template <class Device> int train(const options& o) {
                 progress(epoch, o.epochs, b + 1, nb, loss_sum / static_cast<double>(b + 1), rate, left, tty);
             }
         }
+        if (!lead) continue;
         auto [acc, correct] = evaluate(s, test_set);
         acc_curve.emplace_back(epoch, acc);
         std::printf("%sepoch %2d/%d: train loss %.4f, test accuracy %.4f (%lld/%lld)\n", tty ? "\n" : "", epoch, o.epochs,
@@ -192,6 +244,7 @@ template <class Device> int train(const options& o) {
                     static_cast<long long>(test_set.count));
     }
     const double train_secs = std::chrono::duration<double>(clock_type::now() - train_start).count();
+    if (!lead) return 0;
     std::filesystem::create_directories(o.out);
     const std::string stem = o.out + (o.model == "cnn" ? "/fashion_mnist_cnn" : "/fashion_mnist");
     const std::string ckpt = stem + "_model";
@@ -218,17 +271,33 @@ template <class Device> int eval_only(const options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef DLGRAPH_HAS_MPI
+    std::unique_ptr<mpi::Environment> env;
+#endif
+    int rc = 1;
     try {
         options o = parse(argc, argv);
-        if (o.device == "cpu") return o.eval_only.empty() ? train<cpu>(o) : eval_only<cpu>(o);
-#ifdef DLGRAPH_HAS_CUDA
-        if (o.device == "cuda") return o.eval_only.empty() ? train<cuda>(o) : eval_only<cuda>(o);
+        if (o.data_parallel) {
+#ifdef DLGRAPH_HAS_MPI
+            env = std::make_unique<mpi::Environment>(argc, argv);
+            comm = mpi::world();
 #else
-        if (o.device == "cuda") throw std::runtime_error("this build has no CUDA backend (CMake found no nvcc)");
+            throw std::runtime_error("--data-parallel: this build has no MPI (scripts/setup.sh --with-mpi, then build again)");
 #endif
-        throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
+        }
+        if (o.device == "cpu") rc = o.eval_only.empty() ? train<cpu>(o) : eval_only<cpu>(o);
+#ifdef DLGRAPH_HAS_CUDA
+        else if (o.device == "cuda") rc = o.eval_only.empty() ? train<cuda>(o) : eval_only<cuda>(o);
+#else
+        else if (o.device == "cuda") throw std::runtime_error("this build has no CUDA backend (CMake found no nvcc)");
+#endif
+        else throw std::runtime_error("unknown device '" + o.device + "' (cpu or cuda)");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fashion_mnist: error: %s\n", e.what());
-        return 1;
+        // A rank that fails stops the job rather than leave its peers waiting.
+        if (comm && comm->size() > 1) comm->abort(1);
+        rc = 1;
     }
+    comm.reset();  // before MPI goes (env)
+    return rc;
 }

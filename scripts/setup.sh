@@ -6,7 +6,8 @@
 # bench/bench_gemm and bench/bench_cnn compare against; `--with-fuzz` adds clang 14 and its libFuzzer runtime
 # for the fuzz targets (scripts/fuzz.sh); `--with-embedded` the ARM
 # cross-compiler with newlib and QEMU, for fixed models on an emulated
-# Cortex-M4 (examples/embedded).
+# Cortex-M4 (examples/embedded); `--with-mpi` Open MPI, for the collective ops
+# and data-parallel training across processes (mpirun).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build xtensor-dev libxsimd-dev xtl-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev zlib1g-dev)
@@ -16,6 +17,7 @@ for arg in "$@"; do
     --with-bench) pkgs+=(libopenblas-dev libeigen3-dev libtorch-dev) ;;
     --with-fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     --with-embedded) pkgs+=(gcc-arm-none-eabi libstdc++-arm-none-eabi-newlib libnewlib-arm-none-eabi qemu-system-arm) ;;
+    --with-mpi) pkgs+=(libopenmpi-dev openmpi-bin) ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
   esac
 done

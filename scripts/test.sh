@@ -6,10 +6,12 @@
 # tests under ThreadSanitizer, and the fuzz targets (clang's libFuzzer):
 # their corpora replayed and 30 s of fuzzing each. The Release tests include
 # fixed models on an emulated Cortex-M4 (examples/embedded/run.sh), hence the
-# ARM toolchain, QEMU and the Fashion-MNIST data.
+# ARM toolchain, QEMU and the Fashion-MNIST data, and the collective ops and
+# data-parallel training on 2-4 processes under mpirun (tests/mpi), hence
+# Open MPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --with-embedded --with-data
+bash scripts/setup.sh --with-embedded --with-data --with-mpi
 jobs=${DLGRAPH_JOBS:-$(nproc)}
 # Each stage's heading says when it started (seconds since this script did).
 stage() { echo "== [${SECONDS}s] $*"; }

@@ -52,6 +52,14 @@ inline constexpr not_in_suite_entry not_in_suite[] = {
     {"load", "reads a .npy file that must exist on disk before the run (covered by test_checkpoint.cpp)"},
     {"save_combine", "has no output tensor: its result is a .npz file written to disk (covered by test_checkpoint.cpp)"},
     {"load_combine", "reads a .npz file that must exist on disk before the run (covered by test_checkpoint.cpp)"},
+    // The collective ops need a communicator (SessionOptions::comms) and
+    // their results depend on the other processes.
+    {"c_allreduce_sum", "needs a communicator (covered by test_collective.cpp with one process, tests/mpi with 2-4)"},
+    {"c_allreduce_max", "needs a communicator (covered by test_collective.cpp with one process, tests/mpi with 2-4)"},
+    {"c_allreduce_min", "needs a communicator (covered by test_collective.cpp with one process, tests/mpi with 2-4)"},
+    {"c_allreduce_prod", "needs a communicator (covered by test_collective.cpp with one process, tests/mpi with 2-4)"},
+    {"c_broadcast", "needs a communicator (covered by test_collective.cpp with one process, tests/mpi with 2-4)"},
+    {"c_allgather", "needs a communicator (covered by test_collective.cpp with one process, tests/mpi with 2-4)"},
 };
 
 // Every case, in a fixed order.

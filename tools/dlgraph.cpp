@@ -8,8 +8,10 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <numeric>
 #include <set>
@@ -27,6 +29,9 @@
 #include "dlgraph/plan_io.hpp"
 #include "dlgraph/session.hpp"
 #include "dlgraph/validate.hpp"
+#ifdef DLGRAPH_HAS_MPI
+#include "dlgraph/mpi.hpp"
+#endif
 
 namespace {
 
@@ -404,11 +409,41 @@ ProgramDesc load_program_arg(const Args& a) {
     return desc;
 }
 
+// The processes the collective ops reach: under mpirun (in a build with
+// MPI), every process of the job; otherwise this process alone.
+struct job {
+#ifdef DLGRAPH_HAS_MPI
+    std::unique_ptr<mpi::Environment> env;
+#endif
+    std::shared_ptr<Communicator> comm;
+    ~job() { comm.reset(); }  // before MPI goes
+};
+job& the_job() {
+    static job j;
+    return j;
+}
+const std::shared_ptr<Communicator>& communicator() {
+    job& j = the_job();
+    if (j.comm) return j.comm;
+#ifdef DLGRAPH_HAS_MPI
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK")) {
+        j.env = std::make_unique<mpi::Environment>();
+        j.comm = mpi::world();
+        return j.comm;
+    }
+#endif
+    j.comm = std::make_shared<SelfCommunicator>();
+    return j.comm;
+}
+// Rank 0 of the job writes the outputs and reports (every rank computes).
+bool lead_rank() { return communicator()->rank() == 0; }
+
 // The session's options from the command line.
 SessionOptions session_options(const Args& a) {
     SessionOptions opts;
     opts.threads = a.threads;
     opts.max_bytes = a.max_memory;
+    opts.comms = {communicator()};
     return opts;
 }
 
@@ -487,6 +522,7 @@ template <class Device> int run_on(const Args& a) {
     feeds.reserve(fed_names.size());
     for (std::size_t i = 0; i < fed_names.size(); ++i) feeds.emplace_back(fed_names[i], fed_values[i]);
     std::vector<Tensor> results = session.eval(targets, feeds);
+    if (!lead_rank()) return 0;
 
     const std::string out_dir = a.has_out ? a.out : ".";
     std::error_code ec;
@@ -956,6 +992,8 @@ int main(int argc, char** argv) {
         return rc;
     } catch (const dlgraph::error& e) {
         std::cerr << "dlgraph: error: " << one_line(e.what()) << std::endl;
+        // Under mpirun, a rank that fails stops the job rather than leave its peers waiting.
+        if (const auto& c = the_job().comm; c && c->size() > 1) c->abort(1);
     } catch (const std::bad_alloc&) {
         std::cerr << "dlgraph: error: [dlgraph.resource.alloc] out of memory" << std::endl;
     } catch (const std::exception& e) {

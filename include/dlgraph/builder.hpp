@@ -910,6 +910,27 @@ template <element_type T> Var<T> unsqueeze(const Var<T>& x, std::vector<std::int
 template <element_type T> Var<T> flip(const Var<T>& x, std::vector<std::int64_t> axis) {
     return detail::unary_out<T>("flip", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_ints("axis", std::move(axis))});
 }
+// ---- collectives (ops/collective.hpp; run with SessionOptions::comms) ----
+//
+// x summed (max, min, multiplied) over every rank of ring `ring_id`'s
+// communicator; every rank gets the same result.
+template <element_type T> Var<T> c_allreduce(const Var<T>& x, ReduceOp op, int ring_id = 0) {
+    const char* types[] = {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod"};
+    return detail::unary_out<T>(types[static_cast<int>(op)], detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_int("ring_id", ring_id)});
+}
+template <element_type T> Var<T> c_allreduce_sum(const Var<T>& x, int ring_id = 0) { return c_allreduce(x, ReduceOp::sum, ring_id); }
+// Rank `root`'s x, on every rank.
+template <element_type T> Var<T> c_broadcast(const Var<T>& x, int root = 0, int ring_id = 0) {
+    return detail::unary_out<T>("c_broadcast", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_int("ring_id", ring_id), Attribute::make_int("root", root)});
+}
+// Every rank's x stacked along dim 0 in rank order; `nranks` is the size of
+// the ring's group (checked when it runs).
+template <element_type T> Var<T> c_allgather(const Var<T>& x, int nranks, int ring_id = 0) {
+    return detail::unary_out<T>("c_allgather", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_int("ring_id", ring_id), Attribute::make_int("nranks", nranks)});
+}
 template <element_type T> Var<T> transpose(const Var<T>& x, std::vector<std::int64_t> axis) {
     return detail::unary_out<T>("transpose", detail::state_of(x), {{"X", {x.name()}}},
                                 {Attribute::make_ints("axis", std::move(axis))});

@@ -38,5 +38,9 @@ class io_error : public error { using error::error; };
 // Limits: a shape, file or document that would take more memory than
 // allowed (SessionOptions::max_tensor_bytes, max_shape_bytes, JSON depth).
 class resource_error : public error { using error::error; };
+// Collective communication (comm.hpp): ranks whose calls do not match, a peer
+// that does not answer in time, a missing communicator, the transport's own
+// errors.
+class comm_error : public error { using error::error; };
 
 }  // namespace dlgraph

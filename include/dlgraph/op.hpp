@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlgraph/comm.hpp"
 #include "dlgraph/config.hpp"
 #include "dlgraph/desc.hpp"
 #include "dlgraph/device.hpp"
@@ -140,6 +141,8 @@ struct KernelContext {
     DeviceContext* device = nullptr;
     // Where the kernel records bad data (never null in a session's steps).
     KernelFault* fault = nullptr;
+    // A collective op's communicator (OpDef::comm_ring_attr); else null.
+    Communicator* comm = nullptr;
 
     const Tensor& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     int in_count(int slot) const { return in_.count(slot); }
@@ -191,6 +194,18 @@ struct GradRequest {
     std::function<std::string(std::string_view slot, std::size_t k)> out_grad;
 };
 using GradMaker = std::vector<OpDesc> (*)(const GradRequest&);
+
+// The grad maker of an op X -> Out that is its own adjoint (flip,
+// c_allreduce_sum): X@GRAD = the same op, same attributes, on Out@GRAD.
+inline std::vector<OpDesc> self_adjoint_grad(const GradRequest& r) {
+    const std::string dx = r.grad_name("X", 0);
+    if (dx.empty()) return {};
+    OpDesc g;
+    g.type = r.fwd.type;
+    g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
+    g.attrs = r.fwd.attrs;
+    return {g};
+}
 
 // The usual grad op, described as data: `type` reads the forward input slots
 // `ins`, the forward output slots `outs` and the gradients of `outs`
@@ -252,6 +267,10 @@ struct OpDef {
     // copy of a persistable only when such an op can fail after its first
     // write (see Session's rollback).
     bool may_fail = false;
+    // A collective op (ops/collective.hpp): the index of its INT attribute
+    // `ring_id`. The session hands its kernel that ring's communicator
+    // (SessionOptions::comms) as KernelContext::comm; -1: not a collective.
+    int comm_ring_attr = -1;
     bool differentiable() const { return grad_maker != nullptr || !grad_spec.type.empty(); }
 
     int input_index(std::string_view n) const { return index_of(inputs, n); }

@@ -150,13 +150,26 @@ std::vector<Var<T>> clip_by_global_norm(Program& p, const std::vector<Var<T>>& g
     return out;
 }
 
+// The settings every optimizer has besides its own hyper-parameters.
+struct optimizer_settings {
+    LRSchedule lr;
+    double clip = 0;   // global-norm clipping; 0: none
+    int nranks = 0;    // data parallel over this many ranks; 0: not
+    int ring_id = 0;   // ... with the communicator of this ring
+};
+
 // The shared part of every optimizer: the learning rate (a persistable
 // variable, advanced by the schedule's ops unless constant), the backward
-// pass, clipping, and a call to `update` for each (parameter, gradient) pair.
+// pass, data-parallel averaging, clipping, and a call to `update` for each
+// (parameter, gradient) pair.
 template <element_type T, class Update>
-TrainStep minimize_with(const Var<T>& loss, const LRSchedule& lr, double clip, const std::string& name,
+TrainStep minimize_with(const Var<T>& loss, const optimizer_settings& set, const std::string& name,
                         std::vector<std::string> params, Update&& update) {
+    const LRSchedule& lr = set.lr;
+    const double clip = set.clip;
     lr.check(name);
+    if (set.nranks < 0)
+        throw graph_error("dlgraph.graph.args", name + ": data parallel over " + std::to_string(set.nranks) + " ranks");
     if (clip < 0 || std::isnan(clip))
         throw graph_error("dlgraph.graph.args", name + ": the global-norm clip is " + std::to_string(clip) + ": it must be > 0");
     Program p(state_of(loss));
@@ -179,6 +192,9 @@ TrainStep minimize_with(const Var<T>& loss, const LRSchedule& lr, double clip, c
     }
     std::vector<Var<T>> gs;
     for (auto& pg : grads) gs.push_back(pg.second);
+    // Data parallel: each rank's gradient becomes the mean over the ranks.
+    if (set.nranks > 0)
+        for (auto& g : gs) g = scale(c_allreduce_sum(g, set.ring_id), 1.0 / set.nranks);
     if (clip > 0) gs = clip_by_global_norm(p, gs, clip, step.grad_norm);
     for (std::size_t i = 0; i < grads.size(); ++i) {
         const auto& param = grads[i].first;
@@ -201,14 +217,24 @@ public:
     // updates (Paddle's ClipGradByGlobalNorm); TrainStep::grad_norm then
     // names the norm before clipping.
     Derived& clip_by_global_norm(double clip) {
-        clip_ = clip;
+        set_.clip = clip;
+        return static_cast<Derived&>(*this);
+    }
+    // Data-parallel training over the `nranks` processes of ring
+    // `ring_id`'s communicator (SessionOptions::comms): each gradient is
+    // summed over the ranks (c_allreduce_sum) and divided by nranks before
+    // clipping and the update, so every rank takes the same step, that of
+    // the whole batch across the ranks. Start the ranks equal
+    // (broadcast_persistables) and feed each its own shard of the data.
+    Derived& data_parallel(int nranks, int ring_id = 0) {
+        set_.nranks = nranks;
+        set_.ring_id = ring_id;
         return static_cast<Derived&>(*this);
     }
 
 protected:
-    explicit optimizer_base(LRSchedule lr) : lr_(lr) {}
-    LRSchedule lr_;
-    double clip_ = 0;
+    explicit optimizer_base(LRSchedule lr) { set_.lr = lr; }
+    optimizer_settings set_;
 };
 
 }  // namespace detail
@@ -217,7 +243,7 @@ class SGD : public detail::optimizer_base<SGD> {
 public:
     explicit SGD(LRSchedule learning_rate) : optimizer_base(learning_rate) {}
     template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
-        return detail::minimize_with(loss, lr_, clip_, "sgd", std::move(params),
+        return detail::minimize_with(loss, set_, "sgd", std::move(params),
                                      [](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
                                          return p.append("sgd", {{"Param", {w.name()}}, {"Grad", {g.name()}}, {"LearningRate", {lr.name()}}},
                                                          {}, {}, nullptr, {{"ParamOut", {w.name()}}});
@@ -230,7 +256,7 @@ public:
     explicit Momentum(LRSchedule learning_rate, double mu = 0.9, bool nesterov = false)
         : optimizer_base(learning_rate), mu_(mu), nesterov_(nesterov) {}
     template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
-        return detail::minimize_with(loss, lr_, clip_, "momentum", std::move(params),
+        return detail::minimize_with(loss, set_, "momentum", std::move(params),
                                      [this](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
                                          auto v = detail::state_like(p, w, "velocity", 0.0);
                                          return p.append("momentum",
@@ -273,7 +299,7 @@ public:
     explicit Adam(LRSchedule learning_rate = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double epsilon = 1e-8)
         : optimizer_base(learning_rate), b1_(beta1), b2_(beta2), eps_(epsilon) {}
     template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
-        return detail::minimize_with(loss, lr_, clip_, "adam", std::move(params),
+        return detail::minimize_with(loss, set_, "adam", std::move(params),
                                      [this](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
                                          return detail::append_adam(p, "adam", w, g, lr, b1_, b2_, eps_);
                                      });
@@ -297,7 +323,7 @@ public:
         return *this;
     }
     template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
-        return detail::minimize_with(loss, lr_, clip_, "adamw", std::move(params),
+        return detail::minimize_with(loss, set_, "adamw", std::move(params),
                                      [this](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
                                          const bool decays = !decay_if_ || decay_if_(w.name());
                                          return detail::append_adam(p, "adamw", w, g, lr, b1_, b2_, eps_,

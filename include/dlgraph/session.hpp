@@ -144,6 +144,11 @@ struct SessionOptions {
     // [dlgraph.resource.arena]) before anything is allocated. Defaults to
     // the machine's physical memory; at most max_shape_bytes.
     std::uint64_t max_bytes = physical_memory_bytes();
+    // The communicators of the collective ops (c_allreduce_sum, ...;
+    // comm.hpp), indexed by their `ring_id`: {dlgraph::mpi::world()} for
+    // the processes of an MPI job. A plan with a collective op whose ring
+    // has none is refused ([dlgraph.comm.missing]).
+    std::vector<std::shared_ptr<Communicator>> comms = {};
 };
 
 template <device_policy Device = cpu>
@@ -410,6 +415,16 @@ private:
     // them one by one.
     void run_graph(bound_plan& bp, typename bound_plan::work_graph& g);
     void save_for_rollback(bound_plan& bp);
+    // The communicator of a collective step's ring (SessionOptions::comms).
+    Communicator* communicator_of(const PlannedStep& st) const {
+        const std::int64_t ring = st.attrs[static_cast<std::size_t>(st.def->comm_ring_attr)].i;
+        if (ring < 0 || static_cast<std::size_t>(ring) >= opts_.comms.size() || !opts_.comms[static_cast<std::size_t>(ring)])
+            throw comm_error("dlgraph.comm.missing",
+                             st.label + " uses ring_id " + std::to_string(ring) +
+                                 ", but the session has no communicator for it: give one in SessionOptions::comms "
+                                 "(dlgraph::mpi::world() under MPI, or a SelfCommunicator for one process)");
+        return opts_.comms[static_cast<std::size_t>(ring)].get();
+    }
     void roll_back(bound_plan& bp) noexcept;
 
     // Waits for the device's queued work, ignoring its errors (a run that
@@ -668,6 +683,7 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
         ctx.attrs = st.attrs.data();
         ctx.device = st.place == Place::device ? device_.get() : nullptr;
         ctx.fault = &bp->fault;
+        if (st.def && st.def->comm_ring_attr >= 0) ctx.comm = communicator_of(st);
         for (int v : st.ins) {
             bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
             bp->in_var_ptrs.push_back(bp->vars[static_cast<std::size_t>(v)]);

@@ -66,6 +66,8 @@ void run_program(const ProgramDesc& p, std::uint32_t seed) {
     SessionOptions opts;
     opts.max_bytes = fuzz::max_plan_bytes;
     opts.threads = seed % 3 == 0 ? 2 : 1;
+    // The collective ops run on one process (a group of 1), or find no communicator.
+    if (seed % 4 != 0) opts.comms = {std::make_shared<SelfCommunicator>()};
     Session<cpu> s(p, opts);
     try {
         std::vector<std::string> fed;

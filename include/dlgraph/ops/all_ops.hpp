@@ -12,6 +12,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "dlgraph/cpu/collective.hpp"
 #include "dlgraph/cpu/conv.hpp"
 #include "dlgraph/cpu/dropout.hpp"
 #include "dlgraph/cpu/elementwise.hpp"
@@ -116,6 +117,9 @@ DLGRAPH_INLINE void check_op_definition(const OpDef& d) {
         if (d.dtype_attr >= 0) fail("its kernel is chosen by attribute " + std::to_string(d.dtype_attr) + ", which is not an INT attribute");
         fail("its kernel is chosen by its first output, but it has none");
     }
+    if (d.comm_ring_attr >= 0 && (d.comm_ring_attr >= static_cast<int>(d.attrs.size()) ||
+                                  d.attrs[static_cast<std::size_t>(d.comm_ring_attr)].value.type != AttrType::INT))
+        fail("its ring is attribute " + std::to_string(d.comm_ring_attr) + ", which is not an INT attribute");
     if (std::none_of(d.kernels.begin(), d.kernels.end(), [](KernelFn k) { return k != nullptr; }))
         fail("no CPU kernel (every op must run on the host)");
     for (std::size_t i = 0; i < d.device_kernels.size(); ++i) {

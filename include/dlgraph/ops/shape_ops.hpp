@@ -545,15 +545,7 @@ struct flip_op {
 inline OpDef flip_def() {
     OpDef d{"flip", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_ints("axis", {}), true}}, &flip_op::infer};
     d.doc = "Out = X reversed along each dim in axis";
-    d.grad_maker = [](const GradRequest& r) -> std::vector<OpDesc> {
-        const std::string dx = r.grad_name("X", 0);
-        if (dx.empty()) return {};
-        OpDesc g;
-        g.type = "flip";
-        g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
-        g.attrs = r.fwd.attrs;
-        return {g};
-    };
+    d.grad_maker = &self_adjoint_grad;  // flipping back
     return d;
 }
 

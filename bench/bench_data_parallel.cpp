@@ -1,0 +1,84 @@
+// Data-parallel training across processes (issue 14's speed check): the MLP
+// 784-512-512-10 (mlp_model.hpp) with SGD, one thread per process, batch
+// 64 (and 256) per process. Run under mpirun; with one process it trains without
+// collectives (the baseline), with more it averages the gradients over
+// them (SGD::data_parallel). Every rank runs the same fixed number of
+// iterations (the ranks' collective calls must pair up, so Google
+// Benchmark may not choose them per process); rank 0 reports.
+//   examples_per_s  examples of every process per second
+//   allreduce_us    time per step in the c_allreduce_sum steps (rank 0's,
+//                   from the session's per-step times: waiting for the
+//                   slower rank included)
+// bench/data_parallel.sh alternates 1 and 2 processes and prints the ratio.
+#include <benchmark/benchmark.h>
+
+#include <dlgraph/mpi.hpp>
+
+#include <cstring>
+
+#include "mlp_model.hpp"
+
+using namespace dlgraph;
+using train_bench::fill_batch;
+using train_bench::mlp;
+using train_bench::optimizer;
+
+namespace {
+std::shared_ptr<mpi::Communicator> comm;
+
+void BM_mlp_train_data_parallel(benchmark::State& state) {
+    const int size = comm->size();
+    const std::int64_t batch = state.range(0);
+    mlp m(optimizer::sgd, size > 1 ? size : 0);
+    SessionOptions opts{1};
+    if (size > 1) opts.comms = {comm};
+    Session<cpu> s(m.p, opts);
+    if (size > 1) broadcast_persistables(s, *comm);
+    Tensor x, y;
+    fill_batch(batch, x, y);
+    const std::vector<TargetRef> targets = m.step.with({m.loss});
+    const std::vector<Feed> feeds{{"x", x}, {"label", y}};
+    std::vector<Tensor> out(targets.size());
+    s.eval_into(targets, feeds, out);
+    // Which steps of the plan are all-reduces.
+    std::vector<bool> collective;
+    const std::vector<std::string> fed{"x", "label"};
+    for (auto& st : s.plan(targets, fed).steps) collective.push_back(st.def && st.def->comm_ring_attr >= 0);
+    std::vector<std::chrono::nanoseconds> step_time;
+    for (auto _ : state) {
+        s.eval_into_profiled(targets, feeds, out, step_time);
+        benchmark::DoNotOptimize(out.back().raw());
+    }
+    std::chrono::nanoseconds reduce{0};
+    for (std::size_t k = 0; k < step_time.size() && k < collective.size(); ++k)
+        if (collective[k]) reduce += step_time[k];
+    const auto n = static_cast<double>(state.iterations());
+    state.counters["examples_per_s"] = benchmark::Counter(n * static_cast<double>(batch * size), benchmark::Counter::kIsRate);
+    state.counters["allreduce_us"] = static_cast<double>(reduce.count()) / 1e3 / n;
+    state.counters["processes"] = size;
+}
+BENCHMARK(BM_mlp_train_data_parallel)->Arg(64)->Iterations(300)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_mlp_train_data_parallel)->Arg(256)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Reports nothing (ranks other than 0).
+class quiet_reporter : public benchmark::BenchmarkReporter {
+public:
+    bool ReportContext(const Context&) override { return true; }
+    void ReportRuns(const std::vector<Run>&) override {}
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+    mpi::Environment env(argc, argv);
+    comm = mpi::world();
+    benchmark::Initialize(&argc, argv);
+    if (comm->rank() == 0) {
+        benchmark::RunSpecifiedBenchmarks();
+    } else {
+        quiet_reporter quiet;
+        benchmark::RunSpecifiedBenchmarks(&quiet);
+    }
+    benchmark::Shutdown();
+    comm.reset();
+    return 0;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 14's speed check: data-parallel training of the MLP 784-512-512-10
+# on 2 processes x 1 thread against 1 process x 1 thread, batch 64 (and 256)
+# per process, run alternately ROUNDS times (default 3); prints each run and
+# the ratio of examples per second (2 / 1) with its spread.
+# Usage: bench/data_parallel.sh BUILD_DIR [ROUNDS]
+set -euo pipefail
+bin=$1/bench/bench_data_parallel
+rounds=${2:-3}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+for batch in 64 256; do
+  ratios=()
+  for r in $(seq "$rounds"); do
+    run() {  # examples per second and all-reduce time of one run on $1 processes
+      mpirun -n "$1" --bind-to core "$bin" --benchmark_filter="/$batch/" --benchmark_format=json 2>/dev/null |
+        python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print(b["examples_per_s"], b["allreduce_us"])'
+    }
+    read -r one _ < <(run 1)
+    read -r two reduce < <(run 2)
+    ratio=$(python3 -c "print(f'{$two / $one:.3f}')")
+    ratios+=("$ratio")
+    printf 'batch %d per process, round %d: 1 process %.0f examples/s; 2 processes %.0f examples/s (all-reduce %.0f us/step); ratio %s\n' \
+      "$batch" "$r" "$one" "$two" "$reduce" "$ratio"
+  done
+  python3 -c "
+import statistics as s; r=[float(x) for x in '${ratios[*]}'.split()]
+print(f'batch $batch per process: 2 processes / 1 process: median {s.median(r):.3f}x, min {min(r):.3f}, max {max(r):.3f} over {len(r)} rounds')"
+done
