@@ -1031,6 +1031,36 @@ void shape_op_cases(case_list& out) {
         out.push_back(f.done());
     }
 
+    // slice and slice_grad (Input@GRAD: zeros with the box set): every stored dtype.
+    struct slice_v {
+        const char* name;
+        Shape x;
+        std::vector<std::int64_t> axes, starts, ends, decrease;
+    };
+    const slice_v slices[] = {
+        {"rows_6x5", {6, 5}, {0}, {1}, {4}, {}},
+        {"negative_3x4x5", {3, 4, 5}, {-1, 1}, {-3, 0}, {-1, 2}, {}},
+        {"clamped_7x3", {7, 3}, {0, 1}, {-100, 1}, {100, 2}, {}},
+        {"decrease_4x5x2", {4, 5, 2}, {1, 0}, {3, 1}, {4, 3}, {1}},
+        {"empty_5x4", {5, 4}, {1}, {3}, {1}, {}},
+        {"inner_2x3x33", {2, 3, 33}, {2}, {5}, {32}, {}},
+        {"to_one_3x2", {3, 2}, {0, 1}, {2, 1}, {3, 2}, {0, 1}},
+    };
+    for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
+        const DataType t = all_dtypes[k];
+        const slice_v& v = slices[k];
+        const std::vector<Attribute> at{a_ints("axes", v.axes), a_ints("starts", v.starts), a_ints("ends", v.ends),
+                                        a_ints("decrease_axis", v.decrease)};
+        case_builder cb(case_name("slice", t, v.name));
+        cb.in("x", t, v.x, values_for(t)).op("slice", {{"Input", {"x"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+        const Shape os = forward_shape("slice", t, {{"Input", v.x}}, at, "Out");
+        case_builder g(case_name("slice_grad", t, v.name));
+        g.in("x", t, v.x, values_for(t)).in("out@GRAD", t, os, values_for(t));
+        g.op("slice_grad", {{"Input", {"x"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"Input@GRAD", {"x@GRAD"}}}, at);
+        out.push_back(g.done());
+    }
+
     auto transpose = [&](std::string_view variant, DataType t, const Shape& s, std::vector<std::int64_t> perm) {
         case_builder cb(case_name("transpose", t, variant));
         cb.in("x", t, s, values_for(t)).op("transpose", {{"X", {"x"}}}, {{"Out", {"out"}}}, {a_ints("axis", std::move(perm))});

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <xtensor/xview.hpp>
 
 #include "grad_check.hpp"
 #include "test_helpers.hpp"
@@ -1347,6 +1348,81 @@ TEST_CASE_TEMPLATE("flip: every set of dims against a direct reference; gradient
         check_throws<dlgraph::shape_error>([&] { dlgraph::flip(x, {2}); }, {"dlgraph.shape.axis", "flip", "axis 2 is out of range"});
         check_throws<dlgraph::shape_error>([&] { dlgraph::flip(x, {1, -1}); }, {"lists dim 1 twice"});
     }
+}
+
+// ---- slice -------------------------------------------------------------------------------
+
+TEST_CASE_TEMPLATE("slice: boxes with negative, clamped and empty bounds against a direct reference; gradient; errors", T,
+                   double, std::int64_t, bool) {
+    const shape_t shape{3, 4, 5};
+    auto xv = xt::xarray<T>::from_shape(shape);
+    std::mt19937_64 g(11);
+    for (auto& v : xv) v = static_cast<T>(static_cast<int>(g() % 50));
+    struct case_t {
+        std::vector<std::int64_t> axes, starts, ends, decrease;
+        shape_t out;
+    };
+    const case_t cases[] = {
+        {{0}, {1}, {3}, {}, {2, 4, 5}},
+        {{2}, {-2}, {5}, {}, {3, 4, 2}},
+        {{1, 2}, {-100, 1}, {100, -1}, {}, {3, 4, 3}},
+        {{0, 1}, {2, 1}, {3, 2}, {0}, {1, 5}},
+        {{0, 1, 2}, {1, 2, 3}, {2, 3, 4}, {0, 1, 2}, {1}},
+        {{1}, {3}, {1}, {}, {3, 0, 5}},
+        {{-1, 0}, {0, 0}, {1, 3}, {2}, {3, 4}},
+        {{}, {}, {}, {}, {3, 4, 5}},
+    };
+    for (const auto& cs : cases) {
+        INFO("axes " << to_string(Shape(cs.axes)) << " starts " << to_string(Shape(cs.starts)) << " ends "
+                     << to_string(Shape(cs.ends)) << " decrease " << to_string(Shape(cs.decrease)));
+        Program p;
+        auto x = p.input<T>("x", to_shape(shape));
+        auto y = dlgraph::slice(x, cs.axes, cs.starts, cs.ends, cs.decrease);
+        CHECK(y.shape() == to_shape(cs.out));
+        Session<dlgraph::cpu> s(p);
+        xt::xarray<T> got = s.eval(y, {{x, xv}});
+        // The reference: each element's index in the box, shifted by the box's start.
+        std::int64_t lo[3] = {0, 0, 0}, n[3] = {3, 4, 5};
+        for (std::size_t k = 0; k < cs.axes.size(); ++k) {
+            const std::int64_t a = cs.axes[k] < 0 ? cs.axes[k] + 3 : cs.axes[k], d = static_cast<std::int64_t>(shape[a]);
+            auto clamp = [d](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + d : v, 0, d); };
+            lo[a] = clamp(cs.starts[k]);
+            n[a] = std::max<std::int64_t>(clamp(cs.ends[k]) - lo[a], 0);
+        }
+        REQUIRE(static_cast<std::int64_t>(got.size()) == n[0] * n[1] * n[2]);
+        std::size_t at = 0;
+        bool same = true;
+        for (std::int64_t i = 0; i < n[0]; ++i)
+            for (std::int64_t j = 0; j < n[1]; ++j)
+                for (std::int64_t k = 0; k < n[2]; ++k) same = same && got.data()[at++] == xv(lo[0] + i, lo[1] + j, lo[2] + k);
+        CHECK(same);
+        if constexpr (std::is_same_v<T, double>) {
+            if (got.size() > 0)
+                grad_check::check({{"x", grad_check::random({3, 4, 5}, 3)}},
+                                  [&](Program&, const std::vector<dlgraph::Var<double>>& v) {
+                                      return dlgraph::slice(v[0], cs.axes, cs.starts, cs.ends, cs.decrease);
+                                  });
+        }
+    }
+    Program p;
+    auto x = p.input<T>("x", {3, 4});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::slice(x, {0, 1}, {0}, {1, 2}); },
+                                       {"dlgraph.shape.attr", "slice", "axes [0,1], starts [0] and ends [1,2] must have the same length"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::slice(x, {1, -1}, {0, 0}, {1, 1}); }, {"lists dim 1 twice"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::slice(x, {2}, {0}, {1}); },
+                                       {"dlgraph.shape.axis", "axes entry 2 is out of range for Input of shape [3,4]"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::slice(x, {0}, {0}, {2}, {0}); },
+                                       {"decrease_axis [0] drops dim 0, which must be sliced to size 1 (it is 2)"});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::slice(x, {0}, {0}, {1}, {1}); }, {"(it is not in axes)"});
+    // An unknown dim stays unknown; the run slices what it gets.
+    auto u = p.input<T>("u", {-1, 4});
+    auto su = dlgraph::slice(u, {0, 1}, {1, 1}, {-1, 3});
+    CHECK(su.shape() == Shape{-1, 2});
+    Session<dlgraph::cpu> s(p);
+    xt::xarray<T> uv = xt::xarray<T>::from_shape({5, 4});
+    for (std::size_t i = 0; i < uv.size(); ++i) uv.data()[i] = static_cast<T>(static_cast<int>(i % 7));
+    xt::xarray<T> got = s.eval(su, {{u, uv}});
+    CHECK(got == xt::xarray<T>(xt::view(uv, xt::range(1, 4), xt::range(1, 3))));
 }
 
 // ---- reshape ---------------------------------------------------------------------------------

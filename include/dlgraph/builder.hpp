@@ -910,6 +910,17 @@ template <element_type T> Var<T> unsqueeze(const Var<T>& x, std::vector<std::int
 template <element_type T> Var<T> flip(const Var<T>& x, std::vector<std::int64_t> axis) {
     return detail::unary_out<T>("flip", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_ints("axis", std::move(axis))});
 }
+// x[starts[k]:ends[k]] along each dim axes[k] (paddle.slice; negative
+// indices count from the end, and are clamped to the dim); the dims listed
+// in decrease_axis (each sliced to size 1) are dropped.
+template <element_type T>
+Var<T> slice(const Var<T>& x, std::vector<std::int64_t> axes, std::vector<std::int64_t> starts, std::vector<std::int64_t> ends,
+             std::vector<std::int64_t> decrease_axis = {}) {
+    return detail::unary_out<T>("slice", detail::state_of(x), {{"Input", {x.name()}}},
+                                {Attribute::make_ints("axes", std::move(axes)), Attribute::make_ints("starts", std::move(starts)),
+                                 Attribute::make_ints("ends", std::move(ends)),
+                                 Attribute::make_ints("decrease_axis", std::move(decrease_axis))});
+}
 // ---- collectives (ops/collective.hpp; run with SessionOptions::comms) ----
 //
 // x summed (max, min, multiplied) over every rank of ring `ring_id`'s

@@ -102,7 +102,7 @@ const std::set<std::string> host_only = {
     "logical_xor", "logical_not", "where", "where_grad",  // issue 16: no device kernel yet
     "reduce_all", "reduce_any", "reduce_prod_grad",        // issue 16: no device kernel yet
     "arg_max", "arg_min", "cumsum", "cumsum_grad", "one_hot", "one_hot_v2",  // issue 16: no device kernel yet
-    "flip",  // issue 16: no device kernel yet
+    "flip", "slice", "slice_grad",  // issue 16: no device kernel yet
     // Collectives run on the host through the session's communicator (NCCL: not yet).
     "c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast", "c_allgather",
 };

@@ -63,6 +63,27 @@ struct flip_op : ops::flip_op {
     }
 };
 
+// slice copies the box; slice_grad zeroes Input@GRAD and copies Out@GRAD
+// into the box (kernels::slice_box).
+struct slice_op : ops::slice_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(Input);
+        std::int64_t start[max_rank], sub[max_rank];
+        box(nullptr, c.attrs, x.shape(), start, sub);
+        kernels::slice_box<false, T>(x.data<T>(), x.shape().begin(), x.rank(), start, sub, c.out(0).data<T>());
+    }
+};
+struct slice_grad_op : ops::slice_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(Input);
+        Tensor& dx = c.out(0);
+        std::int64_t start[max_rank], sub[max_rank];
+        ops::slice_op::box(nullptr, c.attrs, x.shape(), start, sub);
+        std::fill(dx.data<T>(), dx.data<T>() + dx.numel(), T{});
+        kernels::slice_box<true, T>(dx.data<T>(), x.shape().begin(), x.rank(), start, sub, c.in(DOut).data<T>());
+    }
+};
+
 struct transpose_op : ops::transpose_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
@@ -191,6 +212,8 @@ inline void unsqueeze2_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_op>
 inline void squeeze2_grad_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_grad_op>(); }
 inline void unsqueeze2_grad_kernels(OpDef& d) { d.kernels = copy_kernels<squeeze2_grad_op>(); }
 inline void flip_kernels(OpDef& d) { d.kernels = copy_kernels<flip_op>(); }
+inline void slice_kernels(OpDef& d) { d.kernels = copy_kernels<slice_op>(); }
+inline void slice_grad_kernels(OpDef& d) { d.kernels = copy_kernels<slice_grad_op>(); }
 inline void concat_kernels(OpDef& d) { d.kernels = copy_kernels<concat_op>(); }
 inline void concat_grad_kernels(OpDef& d) { d.kernels = copy_kernels<concat_grad_op>(); }
 inline void split_kernels(OpDef& d) { d.kernels = copy_kernels<split_op>(); }

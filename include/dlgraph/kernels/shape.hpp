@@ -60,6 +60,38 @@ inline void flip(const T* x, const std::int64_t* dims, R rank_, const bool* flip
     }
 }
 
+// ---- slice ---------------------------------------------------------------------------------
+
+// The box of x (`rank` dims `dims`, row-major) that starts at start[i] and
+// spans sub[i] along each dim: copied to y (slice), or, with Back, y copied
+// into it (slice's gradient; the rest of x is left as it is). The trailing
+// dims the box spans whole, and the one before them, make contiguous runs.
+template <bool Back, class T>
+inline void slice_box(std::conditional_t<Back, T*, const T*> x, const std::int64_t* dims, int rank, const std::int64_t* start,
+                      const std::int64_t* sub, std::conditional_t<Back, const T*, T*> y) noexcept {
+    std::int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= sub[i];
+    if (n == 0) return;
+    std::int64_t st[max_rank], base = 0;
+    for (std::int64_t i = rank - 1, stride = 1; i >= 0; --i) {
+        st[i] = stride;
+        base += start[i] * stride;
+        stride *= dims[i];
+    }
+    int lead = rank;
+    std::int64_t run = 1;
+    while (lead > 0 && sub[lead - 1] == dims[lead - 1]) run *= dims[--lead];
+    if (lead > 0) run *= sub[--lead];
+    std::int64_t idx[max_rank] = {};
+    for (std::int64_t out = 0; out < n; out += run) {
+        std::int64_t in = base;
+        for (int i = 0; i < lead; ++i) in += idx[i] * st[i];
+        if constexpr (Back) copy_elements(y + out, run, x + in);
+        else copy_elements(x + in, run, y + out);
+        shape_detail::next_index(idx, sub, lead);
+    }
+}
+
 // ---- transpose ---------------------------------------------------------------------------
 
 // y = x with dims permuted: x has `rank` dims `dims` (row-major), y dim i is

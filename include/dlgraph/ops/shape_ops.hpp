@@ -5,6 +5,8 @@
 // kernels/shape.hpp (the kernel core), the CPU kernels in cpu/shape_ops.hpp.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -546,6 +548,110 @@ inline OpDef flip_def() {
     OpDef d{"flip", {{"X"}}, {{"Out"}}, {{"axis", Attribute::make_ints("axis", {}), true}}, &flip_op::infer};
     d.doc = "Out = X reversed along each dim in axis";
     d.grad_maker = &self_adjoint_grad;  // flipping back
+    return d;
+}
+
+// ---- slice -------------------------------------------------------------------------------
+//
+// Out = Input[starts[k] : ends[k]] along each dim axes[k] (Paddle's slice,
+// with its attributes; the tensor-valued StartsTensor/EndsTensor slots are
+// not supported). A negative start or end counts from the dim's end; both are
+// then clamped to [0, dim], and an end at or before its start gives an empty
+// dim. decrease_axis drops listed dims (each sliced to size 1); dropping
+// every dim gives [1], as Paddle's static graphs do. infer_flags is accepted
+// and ignored. slice_grad reads Input for its shape and writes Out@GRAD into
+// that box of zeros.
+struct slice_op {
+    enum { Input = 0 };
+    enum { axes = 0, starts = 1, ends = 2, infer_flags = 3, decrease_axis = 4 };
+    // The box of `in` the slice takes: start[i] and extent sub[i] for every
+    // dim (the whole dim where no axis names it; -1 extents for unknown
+    // dims). With an inference context, checks the attributes.
+    static void box(const InferContext* c, const Attribute* attrs, const Shape& in, std::int64_t* start, std::int64_t* sub) {
+        const auto& ax = attrs[axes].ints;
+        const auto& st = attrs[starts].ints;
+        const auto& en = attrs[ends].ints;
+        if (c && (st.size() != ax.size() || en.size() != ax.size()))
+            c->fail("dlgraph.shape.attr", "axes " + ints_text(ax) + ", starts " + ints_text(st) + " and ends " +
+                                              ints_text(en) + " must have the same length");
+        for (int i = 0; i < in.rank(); ++i) {
+            start[i] = 0;
+            sub[i] = in[i];
+        }
+        bool seen[max_rank] = {};
+        for (std::size_t k = 0; k < ax.size(); ++k) {
+            const int a = c ? infer_axis(*c, ax[k], in, "Input", "axes entry") : static_cast<int>(ax[k] < 0 ? ax[k] + in.rank() : ax[k]);
+            if (c && seen[a]) c->fail("dlgraph.shape.axis", "axes " + ints_text(ax) + " lists dim " + std::to_string(a) + " twice");
+            seen[a] = true;
+            const std::int64_t d = in[a];
+            if (d < 0) {  // unknown until run time
+                sub[a] = -1;
+                continue;
+            }
+            auto clamp = [d](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + d : v, 0, d); };
+            start[a] = clamp(st[k]);
+            sub[a] = std::max<std::int64_t>(clamp(en[k]) - start[a], 0);
+        }
+    }
+    static void infer(const InferContext& c) {
+        const Shape& in = c.shape(Input);
+        std::int64_t start[max_rank], sub[max_rank];
+        box(&c, &c.attr(0), in, start, sub);
+        const auto& dec = c.attr(decrease_axis).ints;
+        bool drop[max_rank] = {};
+        for (auto a : dec) {
+            const int i = infer_axis(c, a, in, "Input", "decrease_axis entry");
+            bool sliced = false;
+            for (auto x : c.attr(axes).ints) sliced = sliced || (x < 0 ? x + in.rank() : x) == i;
+            if (!sliced || (sub[i] >= 0 && sub[i] != 1))
+                c.fail("dlgraph.shape.attr", "decrease_axis " + ints_text(dec) + " drops dim " + std::to_string(i) +
+                                                 ", which must be sliced to size 1 (it is " +
+                                                 (sliced ? std::to_string(sub[i]) : std::string("not in axes")) + ")");
+            drop[i] = true;
+        }
+        Shape out;
+        for (int i = 0; i < in.rank(); ++i)
+            if (!drop[i]) out.push_back(sub[i]);
+        if (out.rank() == 0 && in.rank() > 0) out.push_back(1);
+        c.set(0, c.dtype(Input), out);
+    }
+};
+inline std::vector<AttrDef> slice_attrs() {
+    return {{"axes", Attribute::make_ints("axes", {}), true},
+            {"starts", Attribute::make_ints("starts", {}), true},
+            {"ends", Attribute::make_ints("ends", {}), true},
+            {"infer_flags", Attribute::make_ints("infer_flags", {})},
+            {"decrease_axis", Attribute::make_ints("decrease_axis", {})}};
+}
+inline OpDef slice_def() {
+    OpDef d{"slice", {{"Input"}}, {{"Out"}}, slice_attrs(), &slice_op::infer};
+    d.doc = "Out = Input[starts:ends] along each dim in axes (decrease_axis drops dims of 1)";
+    d.grad_spec = {"slice_grad", {"Input"}, {}, {"Input"}, {"Out"}};
+    return d;
+}
+// Input, Out@GRAD -> Input@GRAD: zeros of Input's shape with the slice's box
+// set to Out@GRAD.
+struct slice_grad_op {
+    enum { Input = 0, DOut = 1 };
+    static void infer(const InferContext& c) {
+        if (c.dtype(Input) != c.dtype(DOut))
+            c.fail_type("Input is " + to_string(c.dtype(Input)) + " but Out@GRAD is " + to_string(c.dtype(DOut)));
+        std::int64_t start[max_rank], sub[max_rank];
+        slice_op::box(&c, &c.attr(0), c.shape(Input), start, sub);
+        std::int64_t n = 1;
+        for (int i = 0; i < c.shape(Input).rank(); ++i) n = sub[i] < 0 || n < 0 ? -1 : n * sub[i];
+        const std::int64_t nd = c.shape(DOut).numel();
+        if (n >= 0 && nd >= 0 && n != nd)
+            c.fail("dlgraph.shape.grad", "the slice of Input " + to_string(c.shape(Input)) + " has " + std::to_string(n) +
+                                             " elements but Out@GRAD " + to_string(c.shape(DOut)) + " has " +
+                                             std::to_string(nd));
+        c.set(0, c.dtype(Input), c.shape(Input));
+    }
+};
+inline OpDef slice_grad_def() {
+    OpDef d{"slice_grad", {{"Input"}, {"Out@GRAD"}}, {{"Input@GRAD"}}, slice_attrs(), &slice_grad_op::infer};
+    d.kernel_slot = slice_grad_op::DOut;
+    d.doc = "Input@GRAD = zeros of Input's shape, with the slice's box = Out@GRAD";
     return d;
 }
 
