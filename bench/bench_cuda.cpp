@@ -4,12 +4,16 @@
 //                                       one matmul step against a raw
 //                                       cublasSgemm on a stream of its own
 //   BM_{triad,memcpy}_{...}             d = a*b + c over 256M FP32 against a
-//                                       cudaMemcpy moving the same bytes
+//                                       cudaMemcpy moving the same bytes;
+//                                       fused:1 one kernel, fused:0 two
 //   BM_reduce_{all,rows,cols}/BM_memcpy reduce_sum over 256M FP32
 //   BM_tiny_ops/1000/graphs:{0,1}       a cached plan of 1,000 scale steps
 //                                       on one float: host time per op,
 //                                       launched one by one or replayed as
 //                                       a CUDA graph
+//   BM_tiny_launches/1000               the same 1,000 scale kernels queued
+//                                       by their launcher alone (no session):
+//                                       the part of the above that is CUDA's
 //   BM_mlp_train_{sgd,adam}_cuda/batch  the MLP of bench_train on the GPU,
 //                                       feeds from the host, loss fetched
 //                                       (bench/bench_train_torch_cuda.py
@@ -23,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include <dlgraph/cuda/cuda.hpp>
+#include <dlgraph/cuda/launch.hpp>
 #include <dlgraph/dlgraph.hpp>
 
 #include <stdexcept>
@@ -129,8 +134,9 @@ void set_bytes(benchmark::State& state, double bytes) {
     state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// d = a*b + c: 4 arrays of 1 GiB read or written (two steps today, an
-// elementwise_mul and an elementwise_add: no fused chain on the GPU yet).
+// d = a*b + c: 4 arrays of 1 GiB read or written, an elementwise_mul and an
+// elementwise_add fused into one kernel (fused:1), or two kernels that
+// write and read a*b in between (fused:0, 6 arrays moved).
 void BM_triad_dlgraph(benchmark::State& state) {
     Program p;
     auto a = p.parameter<float>("a", {big}, init::constant(1.5));
@@ -138,7 +144,9 @@ void BM_triad_dlgraph(benchmark::State& state) {
     auto c = p.parameter<float>("c", {big}, init::constant(0.5));
     auto d = p.parameter<float>("d", {big}, init::constant(0));
     auto ab = a * b;
-    Session<cuda> s(p);
+    SessionOptions opts;
+    opts.fuse = state.range(0) != 0;
+    Session<cuda> s(p, opts);
     run_ops(state, s, {write_into(p, "elementwise_add", {{"X", {ab.name()}}, {"Y", {c.name()}}}, d)});
     set_bytes(state, 4.0 * big * sizeof(float));
 }
@@ -165,7 +173,7 @@ void memcpy_moving(benchmark::State& state, std::size_t bytes) {
 
 void BM_memcpy_as_triad(benchmark::State& state) { memcpy_moving(state, 4 * big * sizeof(float)); }
 void BM_memcpy_as_reduce(benchmark::State& state) { memcpy_moving(state, big * sizeof(float)); }
-BENCHMARK(BM_triad_dlgraph)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_triad_dlgraph)->ArgName("fused")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_memcpy_as_triad)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // reduce_sum of 256M FP32: to one value, over the rows of [65536, 4096]
@@ -213,6 +221,25 @@ void BM_tiny_ops(benchmark::State& state) {
                            benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_tiny_ops)->ArgNames({"ops", "graphs"})->Args({1000, 0})->Args({1000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_tiny_launches(benchmark::State& state) {
+    float* x;
+    cudaStream_t stream;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CK(cudaMalloc(&x, 2 * sizeof(float)));
+    CK(cudaMemset(x, 0, 2 * sizeof(float)));
+    for (auto _ : state) {
+        for (std::int64_t i = 0; i < state.range(0); ++i)
+            dlgraph::cuda_kernels::scale<float>(1, x + (i & 1), x + 1 - (i & 1), 1.0f, 1e-3f, true, stream);
+        CK(cudaStreamSynchronize(stream));
+    }
+    state.counters["us/op"] =
+        benchmark::Counter(static_cast<double>(state.range(0)) * 1e6,
+                           benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+    CK(cudaFree(x));
+    CK(cudaStreamDestroy(stream));
+}
+BENCHMARK(BM_tiny_launches)->ArgName("ops")->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // ---- the MLP training step ----------------------------------------------------------------
 

@@ -9,7 +9,8 @@
 #           cudaMemcpy, 1,000 tiny ops
 #   train   the MLP training step: bench_cuda and PyTorch
 #           (bench/bench_train_torch_cuda.py), alternated three times
-#   memcheck  the tests under compute-sanitizer's memcheck (only when named)
+#   memcheck  the tests under compute-sanitizer's memcheck (only when named;
+#           MEMCHECK_FILTER, a doctest test-case pattern, narrows it)
 # Logs go to $OUT (the device tool's folder) or /tmp/gpu-out. BENCH_FILTER
 # narrows the bench stage (a regex), TRAIN_ROUNDS sets the train stage's rounds.
 #   bash scripts/gpu_check.sh [tests] [fmnist] [bench] [train]
@@ -50,7 +51,7 @@ for s in $stages; do
   memcheck)  # not in the default stages: the tests under compute-sanitizer (several times slower)
     stage memcheck
     timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 \
-      .gpu/dlgraph_cuda_tests 2>&1 | tee "$out/memcheck.log" | tail -40 ;;
+      .gpu/dlgraph_cuda_tests ${MEMCHECK_FILTER:+"-tc=$MEMCHECK_FILTER"} 2>&1 | tee "$out/memcheck.log" | tail -40 ;;
   *) echo "unknown stage $s" ;;
   esac
 done

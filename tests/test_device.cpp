@@ -135,6 +135,33 @@ TEST_CASE("device: with every op on the device, a run copies only feeds in and t
     CHECK(dev.memory->misplaced == 0);
 }
 
+TEST_CASE("device: a copy to the device starts the run of device steps it feeds, so it splits no run and adds no wait") {
+    ops_on_device only({"mul", "elementwise_add", "relu"});  // not softmax
+    Program p;
+    auto x = p.input<float>("x", {-1, 5});
+    auto b = p.input<float>("b", {4});  // fed, read in the middle of the first run
+    auto c = p.input<float>("c", {4});  // fed, read only after the host step
+    auto w = p.parameter<float>("w", {5, 4}, init::uniform(-1, 1, 3));
+    auto y = relu(softmax(relu(mul(x, w) + b)) + c);
+    const std::vector<TargetRef> targets{y};
+    const std::vector<std::string> fed{"x", "b", "c"};
+    Session<cpu> ref(p);
+    Session<counting_device> s(p);
+    auto& dev = context_of(s.device());
+    xt::xarray<float> bv = {0.5f, -0.25f, 1.0f, 0.0f}, cv = {-0.1f, 0.2f, 0.0f, 0.3f};
+    const std::vector<Feed> feeds = {{"x", batch(3, 2)}, {"b", bv}, {"c", cv}};
+    CHECK(same_bits(s.eval(targets, feeds)[0], ref.eval(targets, feeds)[0]));
+    const std::size_t waits = dev.waits;
+    CHECK(same_bits(s.eval(targets, feeds)[0], ref.eval(targets, feeds)[0]));
+    CHECK(dev.waits - waits == 2);  // before softmax, and at the end
+    const ExecutionPlan& plan = s.plan(targets, fed);
+    std::string order;
+    for (auto& st : plan.steps) order += st.label.substr(0, st.label.find(" (")) + (st.is_copy() ? "(" + plan.values[static_cast<std::size_t>(st.ins[0])].name + ") " : " ");
+    CHECK(order ==
+          "memcpy_h2d(x) memcpy_h2d(b) mul elementwise_add relu memcpy_d2h(relu_0) softmax memcpy_h2d(softmax_0) "
+          "memcpy_h2d(c) elementwise_add relu memcpy_d2h(relu_1) ");
+}
+
 TEST_CASE("device: a value read by several device steps is copied once; a host step writing a device value copies it back") {
     SUBCASE("one copy per value and place") {
         Program p;

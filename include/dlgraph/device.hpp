@@ -75,7 +75,24 @@ public:
         (void)recording;
         (void)fault;
     }
+
+    // Element-wise chains as one kernel (plan_fusion, fusion.hpp), for
+    // devices that can: fused_code is the device's code for the element
+    // function of fusible op `def` (OpDef::fusible) at dtype `t`, or -1 when
+    // it cannot run inside a chain; fused_kernel runs a chain
+    // (KernelContext::fused, a detail::fused_chain of such codes, at most
+    // max_device_chain ops).
+    virtual int fused_code(const OpDef& def, DataType t) const noexcept {
+        (void)def;
+        (void)t;
+        return -1;
+    }
+    virtual KernelFn fused_kernel() const noexcept { return nullptr; }
 };
+
+// The most ops one fused chain of device steps holds (the chain travels to
+// the device as a kernel argument).
+inline constexpr int max_device_chain = 32;
 
 // The CPU: no device, every step on the host.
 struct cpu {

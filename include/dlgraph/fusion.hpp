@@ -13,6 +13,10 @@
 // A broadcast operand that shares memory with the output (an arena slot
 // reused) would be overwritten while it is still read: that chain then runs
 // its ops one by one, as unfused.
+//
+// A chain of device steps (DeviceContext::fused_code) is run by the device's
+// kernel (DeviceContext::fused_kernel) from the same fused_chain, each
+// instruction carrying the device's code for its op instead of a BlockFn.
 #pragma once
 
 #include <algorithm>
@@ -35,8 +39,9 @@ struct fused_operand {
 
 struct fused_chain {
     struct instr {
-        BlockFn fn;
+        BlockFn fn;  // host chains
         fused_operand x, y;
+        int code = -1;  // device chains: DeviceContext::fused_code
     };
     std::vector<instr> instrs;
     int first = 0, last = 0;  // the plan steps it covers
@@ -46,7 +51,7 @@ struct fused_chain {
     std::int64_t block = 0;  // elements per block (a multiple of row)
     std::size_t elem = 0;    // bytes per element
     int max_threads = 1;     // scratch blocks: one per thread
-    std::unique_ptr<Buffer> scratch;
+    std::unique_ptr<Buffer> scratch;  // host chains
     std::vector<std::pair<KernelFn, KernelContext>> unfused;  // the chain's steps, for the aliasing fallback
 };
 
@@ -144,17 +149,22 @@ inline void run_fused(const fused_chain& c) {
 // The runtime chains of a shaped plan (ExecutionPlan::fused, chosen by
 // plan_fusion). `steps` are the bound steps (kernels set, tensors bound); a
 // chain's first steps become no-ops and its last runs the chain (so every
-// external operand is ready by then).
+// external operand is ready by then). `device` runs the chains of device
+// steps.
 inline std::vector<std::unique_ptr<fused_chain>> bind_chains(const ExecutionPlan& p,
-                                                             std::vector<std::pair<KernelFn, KernelContext>>& steps) {
+                                                             std::vector<std::pair<KernelFn, KernelContext>>& steps,
+                                                             const DeviceContext* device) {
     std::vector<std::unique_ptr<fused_chain>> chains;
+    std::vector<KernelFn> runners;
     for (const FusedChainPlan& cp : p.fused) {
         auto chain = std::make_unique<fused_chain>();
         const auto s = static_cast<std::size_t>(cp.first), e = static_cast<std::size_t>(cp.last);
         const VarMeta& om = p.metas[static_cast<std::size_t>(p.steps[s].outs[0])];
+        const bool on_device = p.steps[s].place == Place::device;
         for (std::size_t t = s; t <= e; ++t) {
             const PlannedStep& st = p.steps[t];
-            fused_chain::instr in{st.def->fusible.fn(om.dtype), {}, {}};
+            fused_chain::instr in{on_device ? nullptr : st.def->fusible.fn(om.dtype), {}, {},
+                                  on_device ? device->fused_code(*st.def, om.dtype) : -1};
             for (int k = 0; k < st.def->fusible.arity; ++k) {
                 fused_operand& o = k == 0 ? in.x : in.y;
                 o.kind = cp.operands[t - s][static_cast<std::size_t>(k)];
@@ -172,19 +182,22 @@ inline std::vector<std::unique_ptr<fused_chain>> bind_chains(const ExecutionPlan
         chain->block = chain->row > 0 ? std::max<std::int64_t>(1, block / chain->row) * chain->row : block;
         chain->block = std::min(chain->block, std::max<std::int64_t>(chain->n, 1));
         chain->max_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-        chain->scratch = std::make_unique<Buffer>(static_cast<std::size_t>(chain->block) * chain->elem *
-                                                  static_cast<std::size_t>(chain->max_threads));
+        if (!on_device)
+            chain->scratch = std::make_unique<Buffer>(static_cast<std::size_t>(chain->block) * chain->elem *
+                                                      static_cast<std::size_t>(chain->max_threads));
         for (std::size_t t = s; t <= e; ++t) chain->unfused.push_back(steps[t]);
         chains.push_back(std::move(chain));
+        KernelFn host_runner = [](const KernelContext& c) { run_fused(*static_cast<const fused_chain*>(c.fused)); };
+        runners.push_back(on_device ? device->fused_kernel() : host_runner);
     }
     // Only once every chain exists (their allocations may throw) do the
     // steps change: a chain's first steps become no-ops, its last runs it.
-    for (auto& chain : chains) {
-        const auto s = static_cast<std::size_t>(chain->first), e = static_cast<std::size_t>(chain->last);
+    for (std::size_t i = 0; i < chains.size(); ++i) {
+        const auto s = static_cast<std::size_t>(chains[i]->first), e = static_cast<std::size_t>(chains[i]->last);
         for (std::size_t t = s; t < e; ++t) steps[t].first = [](const KernelContext&) {};
         KernelContext ctx = steps[e].second;
-        ctx.fused = chain.get();
-        steps[e] = {[](const KernelContext& c) { run_fused(*static_cast<const fused_chain*>(c.fused)); }, ctx};
+        ctx.fused = chains[i].get();
+        steps[e] = {runners[i], ctx};
     }
     return chains;
 }

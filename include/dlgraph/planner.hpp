@@ -123,7 +123,7 @@ struct PackedWeight {
 };
 
 struct PlanOptions {
-    bool fuse = true;      // element-wise chains as one pass (host steps)
+    bool fuse = true;      // element-wise chains as one pass (host steps; device steps where it can)
     bool in_place = true;  // element-wise ops may write over a dying X
     bool prepack = true;   // weights the plan only reads are kept packed
     // The most bytes one value, or the arena on one place, may take
@@ -194,9 +194,12 @@ DLGRAPH_INLINE std::size_t meta_bytes(const VarMeta& m);
 DLGRAPH_INLINE MemoryPlan plan_memory(const ExecutionPlan& p, const std::vector<VarMeta>& metas,
                                       bool in_place = true);
 
-// The chains of consecutive element-wise host steps that can run as one
-// pass: each step reads the previous one's result and nothing else does.
-DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, const std::vector<VarMeta>& metas);
+// The chains of consecutive element-wise steps that can run as one pass:
+// each step reads the previous one's result and nothing else does, and all
+// run in one place: host steps, or device steps where `device` can fuse
+// them (DeviceContext::fused_code; at most max_device_chain per chain).
+DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, const std::vector<VarMeta>& metas,
+                                                       const DeviceContext* device = nullptr);
 
 // Completes a plan for concrete input shapes: `metas`/`known` as for
 // infer_plan. Fills the plan's shaped part (metas, kernels, memory, fusion,
@@ -420,7 +423,10 @@ DLGRAPH_INLINE void place_steps(ExecutionPlan& plan, const DeviceContext& device
 // place for as long as the value is not written again; a step that writes
 // a value living elsewhere writes a copy in its own place, which is then
 // copied back. Targets living on the device are copied to the host at the
-// end, and the copy is what the caller gets. Copies are values of their own
+// end, and the copy is what the caller gets. A copy to the device goes at
+// the start of the run of device steps it feeds (after the last host step),
+// so that it splits no such run (a fused chain, a recorded CUDA graph) and
+// adds no wait. Copies are values of their own
 // (named "x@cpu", "x@cuda", with ".1", ".2", ... when a value is copied to
 // one place more than once), so each has its own lifetime in the arena.
 class copy_router {
@@ -461,7 +467,10 @@ private:
             int& c = current(v, st.place);
             if (c < 0) {
                 c = new_copy(v, st.place);
-                out.push_back(copy_step(v, c));
+                if (st.place == Place::device)  // at the start of this run of device steps
+                    out.insert(out.begin() + static_cast<std::ptrdiff_t>(run_start_++), copy_step(v, c));
+                else
+                    out.push_back(copy_step(v, c));
             }
             read.emplace_back(v, c);
             v = c;
@@ -480,7 +489,9 @@ private:
             current_[static_cast<std::size_t>(orig)] = {-1, -1};
             if (v != orig) current(orig, st.place) = v;
         }
+        const bool host = st.place == Place::host;
         out.push_back(std::move(st));
+        if (host) run_start_ = out.size();
         for (auto& c : back) out.push_back(std::move(c));
     }
 
@@ -529,6 +540,7 @@ private:
     std::string device_name_;
     const OpDef &h2d_, &d2h_;
     std::vector<std::array<int, num_places>> current_;  // per original value
+    std::size_t run_start_ = 0;                         // where the last run of device steps starts
     std::map<std::string, int, std::less<>> copies_;    // copies made per name, for unique names
 };
 
@@ -936,16 +948,20 @@ DLGRAPH_INLINE bool classify_operand(const VarMeta& t, const Shape& out, std::in
 
 namespace dlgraph {
 
-DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, const std::vector<VarMeta>& metas) {
+DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, const std::vector<VarMeta>& metas,
+                                                       const DeviceContext* device) {
     std::vector<FusedChainPlan> chains;
     std::vector<int> uses(p.values.size(), 0);
     for (auto& st : p.steps)
         for (int v : st.ins) ++uses[static_cast<std::size_t>(v)];
-    // A step that may take part: a fusible op on the host, FP32/FP64, one output.
+    // A step that may take part: a fusible op with one output, FP32/FP64 on
+    // the host, or one the device can fuse.
     auto fusible = [&](std::size_t s) {
         const PlannedStep& st = p.steps[s];
-        return st.place == Place::host && st.def->fusible.arity != 0 && st.outs.size() == 1 &&
-               st.def->fusible.fn(metas[static_cast<std::size_t>(st.outs[0])].dtype) != nullptr;
+        if (st.def->fusible.arity == 0 || st.outs.size() != 1) return false;
+        const DataType t = metas[static_cast<std::size_t>(st.outs[0])].dtype;
+        if (st.place == Place::host) return st.def->fusible.fn(t) != nullptr;
+        return device && st.place == Place::device && device->fused_code(*st.def, t) >= 0;
     };
     // The running value `prev` may stay in the cache if only step s reads it.
     auto private_to = [&](int prev, std::size_t s) {
@@ -965,8 +981,11 @@ DLGRAPH_INLINE std::vector<FusedChainPlan> plan_fusion(const ExecutionPlan& p, c
         const VarMeta& om = metas[static_cast<std::size_t>(p.steps[s].outs[0])];
         std::size_t e = s;  // last step in the chain
         int prev = -1;
-        for (std::size_t t = s; t < p.steps.size() && fusible(t); ++t) {
+        const Place place = p.steps[s].place;
+        const std::size_t most = place == Place::host ? p.steps.size() : static_cast<std::size_t>(max_device_chain);
+        for (std::size_t t = s; t < p.steps.size() && t - s < most && fusible(t); ++t) {
             const PlannedStep& st = p.steps[t];
+            if (st.place != place) break;
             const VarMeta& m = metas[static_cast<std::size_t>(st.outs[0])];
             if (m.dtype != om.dtype || !(m.shape == om.shape)) break;
             if (t > s && !private_to(prev, t)) break;
@@ -1054,7 +1073,7 @@ DLGRAPH_INLINE void shape_plan(ExecutionPlan& p, std::vector<VarMeta> metas, std
                                  "the plan needs a buffer of " + bytes_text(memory.slot_bytes[s]) + " on the " +
                                      (memory.slot_place[s] == Place::host ? std::string("host") : p.device) +
                                      ", more than the limit of " + bytes_text(opts.max_bytes));
-    std::vector<FusedChainPlan> fused = opts.fuse ? plan_fusion(p, metas) : std::vector<FusedChainPlan>{};
+    std::vector<FusedChainPlan> fused = opts.fuse ? plan_fusion(p, metas, device) : std::vector<FusedChainPlan>{};
     std::vector<PackedWeight> packed = opts.prepack ? detail::plan_packing(p, metas) : std::vector<PackedWeight>{};
     // Nothing threw: commit.
     p.metas = std::move(metas);

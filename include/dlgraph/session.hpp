@@ -834,7 +834,7 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
                                                                                                  : &detail::copy_to_host;
     }
     bind_packing(bp);
-    bp.fused = detail::bind_chains(p, bp.steps);
+    bp.fused = detail::bind_chains(p, bp.steps, device_.get());
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
         bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
     p.shaped = true;

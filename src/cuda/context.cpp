@@ -293,6 +293,8 @@ class planning_context final : public DeviceContext {
 public:
     std::string_view name() const noexcept override { return "cuda"; }
     KernelFn kernel(const OpDef& def, DataType t) const noexcept override { return cuda_detail::cuda_kernel(def, t); }
+    int fused_code(const OpDef& def, DataType t) const noexcept override { return cuda_detail::cuda_fused_code(def, t); }
+    KernelFn fused_kernel() const noexcept override { return cuda_detail::cuda_chain_kernel(); }
     std::shared_ptr<Buffer> allocate(std::size_t) override { refuse(); }
     void to_device(void*, const void*, std::size_t) override { refuse(); }
     void to_host(void*, const void*, std::size_t) override { refuse(); }

@@ -57,12 +57,18 @@ private:
     caching_allocator cache_{driver_};
 };
 
+// DeviceContext::fused_code and fused_kernel of CUDA contexts (ops.cpp).
+int cuda_fused_code(const OpDef& def, DataType t) noexcept;
+KernelFn cuda_chain_kernel() noexcept;
+
 class cuda_context final : public DeviceContext {
 public:
     explicit cuda_context(const CudaOptions& opts);
     ~cuda_context() override;
     std::string_view name() const noexcept override { return "cuda"; }
     KernelFn kernel(const OpDef& def, DataType t) const noexcept override;
+    int fused_code(const OpDef& def, DataType t) const noexcept override { return cuda_fused_code(def, t); }
+    KernelFn fused_kernel() const noexcept override { return cuda_chain_kernel(); }
     std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
     void to_device(void* dst, const void* host_src, std::size_t bytes) override;
     void to_host(void* host_dst, const void* src, std::size_t bytes) override;

@@ -1,12 +1,15 @@
 // The CUDA kernels of dlgraph's ops: for each op, the glue that reads a
 // step's tensors (device pointers), shapes and attributes and queues the
 // device code of src/cuda/kernels.cu, or cuBLAS for the matrix products, on
-// the context's stream; and the table the planner asks (cuda_kernel).
+// the context's stream; the table the planner asks (cuda_kernel), which
+// also gives each op's code inside a fused chain (cuda_fused_code); and
+// the glue of fused chains (run_chain).
 //
-// The ops with no CUDA kernel yet run on the host, with copies around
-// them: top_k, accuracy, uniform_random and gaussian_random (whose host
-// kernels give the CPU's exact random numbers), and the host-only feed,
-// fetch, save, load, save_combine, load_combine.
+// The ops with no CUDA kernel run on the host, with copies around them:
+// uniform_random and gaussian_random (whose host kernels give the CPU's
+// exact random numbers), the host-only feed, fetch, save, load,
+// save_combine, load_combine, the collectives, and the ops the list in
+// tests/cuda/test_cuda.cpp (`host_only`) names as not done yet.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -14,8 +17,13 @@
 
 #include "context.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
+#include "dlgraph/fusion.hpp"
 #include "dlgraph/kernels/matmul.hpp"
+#include "dlgraph/ops/conv.hpp"
+#include "dlgraph/ops/dropout.hpp"
 #include "dlgraph/ops/elementwise.hpp"
+#include "dlgraph/ops/eval_ops.hpp"
+#include "dlgraph/ops/logic.hpp"
 #include "dlgraph/ops/fill.hpp"
 #include "dlgraph/ops/matmul.hpp"
 #include "dlgraph/ops/op_table.hpp"
@@ -23,6 +31,7 @@
 #include "dlgraph/ops/reduce.hpp"
 #include "dlgraph/ops/shape_ops.hpp"
 #include "dlgraph/ops/index.hpp"
+#include "dlgraph/ops/op_util.hpp"
 #include "dlgraph/ops/softmax.hpp"
 
 namespace dlgraph::cuda_detail {
@@ -44,10 +53,18 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
     if (bytes && dst != src) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
 }
 
-template <class Op, class... Ts> KernelTable table_of() {
-    KernelTable t{};
-    ((t[static_cast<std::size_t>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(c); }), ...);
-    return t;
+// An op's kernels, and where it can run inside a fused chain, its code
+// there (DeviceContext::fused_code: Op::fused, for FP32 and FP64).
+struct table_entry {
+    KernelTable kernels{};
+    int fused = -1;
+};
+template <class Op, class... Ts> table_entry table_of() {
+    table_entry e;
+    ((e.kernels[static_cast<std::size_t>(dtype_of<Ts>)] = [](const KernelContext& c) { Op::template compute<Ts>(c); }),
+     ...);
+    if constexpr (requires { Op::fused; }) e.fused = Op::fused;
+    return e;
 }
 
 // ---- element-wise ------------------------------------------------------------------------------
@@ -66,6 +83,7 @@ ck::broadcast_strides strides_of(const Shape& xs, const Shape& ys, i64 axis, con
 }
 
 template <ck::binop Op> struct binary_op {
+    static constexpr int fused = ck::fused_code_of(ck::fused_kind::binary, static_cast<int>(Op));
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(0);
         const Tensor& y = c.in(1);
@@ -100,7 +118,13 @@ template <int Params> ck::unary_params unary_params_of(const KernelContext& c) {
 // gelu's functor: exact, or the tanh form (its attribute `approximate`).
 ck::unop gelu_unop(const KernelContext& c) { return c.attr(0).b ? ck::unop::gelu_tanh : ck::unop::gelu; }
 
+// Inside a fused chain only ops without attributes (as on the CPU).
+template <ck::unop Op, int Params> constexpr int unary_fused(ck::fused_kind k) {
+    return Params == 0 && Op != ck::unop::gelu ? ck::fused_code_of(k, static_cast<int>(Op)) : -1;
+}
+
 template <ck::unop Op, int Params = 0> struct unary_op {
+    static constexpr int fused = unary_fused<Op, Params>(ck::fused_kind::unary);
     template <class T> static void compute(const KernelContext& c) {
         const ck::unop op = Op == ck::unop::gelu ? gelu_unop(c) : Op;
         ck::unary<T>(op, unary_params_of<Params>(c), c.in(0).numel(), c.in(0).data<T>(), c.out(0).data<T>(),
@@ -109,12 +133,21 @@ template <ck::unop Op, int Params = 0> struct unary_op {
 };
 
 template <ck::unop Op, int Params = 0> struct unary_grad_op {
+    static constexpr int fused = unary_fused<Op, Params>(ck::fused_kind::grad);  // of (Out@GRAD, X or Out)
     template <class T> static void compute(const KernelContext& c) {
         // X (slot 0) is absent where the gradient reads only Out.
         const Tensor& x = c.in_count(0) ? c.in(0) : c.in(1);
         const ck::unop op = Op == ck::unop::gelu ? gelu_unop(c) : Op;
         ck::unary_grad<T>(op, unary_params_of<Params>(c), c.in(2).numel(), x.data<T>(), c.in(1).data<T>(),
                           c.in(2).data<T>(), c.out(0).data<T>(), stream_of(c));
+    }
+};
+
+// increment: Out = X + step (one element), as scale by 1 with bias step.
+struct increment_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::scale<T>(1, c.in(0).data<T>(), c.out(0).data<T>(), T(1), kernels::convert<T>(c.attr(ops::increment_op::step).f),
+                     true, stream_of(c));
     }
 };
 
@@ -548,6 +581,162 @@ struct transpose_op : ops::transpose_op {
     }
 };
 
+// Row-major element strides of shape s.
+void strides_of(const Shape& s, i64* st) {
+    i64 k = 1;
+    for (int d = s.rank() - 1; d >= 0; --d) {
+        st[d] = k;
+        k *= s[d];
+    }
+}
+
+// flip: X walked backwards along the flipped dims, from their last element.
+struct flip_op : ops::flip_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        bool f[max_rank];
+        flipped(nullptr, c.attr(axis).ints, x.shape(), f);
+        ck::permute_walk w;
+        w.rank = x.rank();
+        i64 st[max_rank], base = 0;
+        strides_of(x.shape(), st);
+        for (int d = 0; d < x.rank(); ++d) {
+            w.out_dims[d] = x.shape()[d];
+            w.in_st[d] = f[d] ? -st[d] : st[d];
+            if (f[d] && x.shape()[d] > 0) base += (x.shape()[d] - 1) * st[d];
+        }
+        using W = word_of<sizeof(T)>;
+        ck::permute<W>(x.numel(), w, static_cast<const W*>(x.raw()) + base, static_cast<W*>(c.out(0).raw()), stream_of(c));
+    }
+};
+
+// slice: the box walked from its first element (ops::slice_op::box);
+// slice_grad: zeros, and Out@GRAD written back into the box.
+ck::permute_walk box_walk(const KernelContext& c, const Shape& in, i64& base) {
+    i64 start[max_rank], sub[max_rank], st[max_rank];
+    ops::slice_op::box(nullptr, c.attrs, in, start, sub);
+    strides_of(in, st);
+    ck::permute_walk w;
+    w.rank = in.rank();
+    base = 0;
+    for (int d = 0; d < in.rank(); ++d) {
+        w.out_dims[d] = sub[d];
+        w.in_st[d] = st[d];
+        base += start[d] * st[d];
+    }
+    return w;
+}
+struct slice_op : ops::slice_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(Input);
+        i64 base = 0;
+        const ck::permute_walk w = box_walk(c, x.shape(), base);
+        using W = word_of<sizeof(T)>;
+        ck::permute<W>(c.out(0).numel(), w, static_cast<const W*>(x.raw()) + base, static_cast<W*>(c.out(0).raw()),
+                       stream_of(c));
+    }
+};
+struct slice_grad_op : ops::slice_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        Tensor& dx = c.out(0);
+        const cudaStream_t s = stream_of(c);
+        if (dx.bytes()) check(cudaMemsetAsync(dx.raw(), 0, dx.bytes(), s), "cudaMemsetAsync");
+        i64 base = 0;
+        const ck::permute_walk w = box_walk(c, c.in(Input).shape(), base);
+        using W = word_of<sizeof(T)>;
+        ck::unpermute<W>(c.in(DOut).numel(), w, static_cast<const W*>(c.in(DOut).raw()), static_cast<W*>(dx.raw()) + base, s);
+    }
+};
+
+// ---- arg_max, arg_min, cumsum, one_hot ----------------------------------------------------------
+
+// X as [outer, d, inner] around the axis attribute (all of X, [1, numel, 1], when flatten).
+template <class Op> ops::axis_split split_of(const KernelContext& c, const Shape& s) {
+    return c.attr(Op::flatten).b ? ops::axis_split{1, s.numel(), 1} : ops::split_at_axis(s, c.attr(Op::axis).i);
+}
+template <bool Max> struct arg_extreme_op : ops::arg_extreme_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        Tensor& out = c.out(0);
+        const ops::axis_split g = split_of<ops::arg_extreme_op>(c, x.shape());
+        if (out.dtype() == DataType::INT32)
+            ck::arg_extreme<T>(Max, g.outer, g.d, g.inner, x.data<T>(), out.data<std::int32_t>(), stream_of(c));
+        else
+            ck::arg_extreme<T>(Max, g.outer, g.d, g.inner, x.data<T>(), out.data<i64>(), stream_of(c));
+    }
+};
+// cumsum's gradient is the cumsum of Out@GRAD the other way round.
+template <bool Grad> struct cumsum_op : ops::cumsum_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(Grad ? DOut : X);
+        const ops::axis_split g = split_of<ops::cumsum_op>(c, x.shape());
+        ck::cumsum<T>(g.outer, g.d, g.inner, x.data<T>(), c.out(0).data<T>(), c.attr(exclusive).b,
+                      c.attr(reverse).b != Grad, stream_of(c));
+    }
+};
+// Ids of type I (the kernel's), Out of the dtype the attribute gave it.
+template <bool V2> struct one_hot_op : ops::one_hot_op<V2> {
+    using base = ops::one_hot_op<V2>;
+    template <class I> static void compute(const KernelContext& c) {
+        const Tensor& ids = c.in(0);
+        Tensor& out = c.out(0);
+        visit_dtype(out.dtype(), [&]<class T>(type_tag<T>) {
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                          std::is_same_v<T, i64>)
+                ck::one_hot<T>(ids.numel(), c.attr(base::depth).i, ids.raw(), std::is_same_v<I, std::int32_t>,
+                               c.attr(base::allow_out_of_range).b, out.data<T>(), fault_of(c), stream_of(c));
+        });
+    }
+};
+
+// ---- comparisons, logical ops, where, top_k, accuracy ------------------------------------------
+
+template <ck::cmpop Op, bool WithAxis = true> struct compare_op : ops::compare_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& y = c.in(Y);
+        Tensor& z = c.out(0);
+        ck::compare<T>(Op, z.numel(), x.data<T>(), y.data<T>(), z.data<bool>(),
+                       strides_of(x.shape(), y.shape(), WithAxis ? c.attr(axis).i : -1, z.shape()), stream_of(c));
+    }
+};
+struct logical_not_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::logical_not<T>(c.in(0).numel(), c.in(0).data<T>(), c.out(0).data<bool>(), stream_of(c));
+    }
+};
+struct where_op : ops::where_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::where<T>(c.in(X).numel(), c.in(Condition).data<bool>(), c.in(X).data<T>(), c.in(Y).data<T>(),
+                     c.out(0).data<T>(), stream_of(c));
+    }
+};
+struct where_grad_op : ops::where_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::where_grad<T>(c.in(DOut).numel(), c.in(Condition).data<bool>(), c.in(DOut).data<T>(),
+                          c.out_count(DX) ? c.out(DX).data<T>() : nullptr, c.out_count(DY) ? c.out(DY).data<T>() : nullptr,
+                          stream_of(c));
+    }
+};
+struct top_k_op : ops::top_k_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Shape& xs = x.shape();
+        const i64 n = xs[xs.rank() - 1], rows = ops::dim_product(xs, 0, xs.rank() - 1), kk = c.attr(k).i;
+        // Inference refuses such a k; this guards against a stale plan, as the CPU kernel does.
+        if (kk < 0 || kk > n) return c.fault->raise(kernels::fault{kernels::fault_code::k_out_of_range, kk, n});
+        ck::top_k<T>(rows, n, kk, x.data<T>(), c.out(Out).data<T>(), c.out(Indices).data<i64>(), stream_of(c));
+    }
+};
+struct accuracy_op : ops::accuracy_op {
+    template <class T> static void compute(const KernelContext& c) {  // Out's values are not read
+        const Tensor& ind = c.in(Indices);
+        ck::accuracy(ind.shape()[0], ind.shape()[1], ind.data<i64>(), c.in(Label).data<i64>(),
+                     c.out(Accuracy).data<float>(), c.out(Correct).data<std::int32_t>(),
+                     c.out(Total).data<std::int32_t>(), stream_of(c));
+    }
+};
+
 int normal_axis(i64 axis, int r) { return static_cast<int>(axis < 0 ? axis + r : axis); }
 
 // Joins parts along dim a of `whole` (concat: into it; split: out of it)
@@ -599,16 +788,17 @@ template <int In, int Axis> struct split_op {
 
 // ---- the table ------------------------------------------------------------------------------------------
 
-template <class Op> KernelTable arith() { return table_of<Op, float, double, std::int32_t, std::int64_t>(); }
-template <class Op> KernelTable floats() { return table_of<Op, float, double>(); }
-template <class Op> KernelTable stored() {
+template <class Op> table_entry arith() { return table_of<Op, float, double, std::int32_t, std::int64_t>(); }
+template <class Op> table_entry floats() { return table_of<Op, float, double>(); }
+template <class Op> table_entry stored() {
     return table_of<Op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
 }
-template <class Op> KernelTable numbers() { return table_of<Op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>(); }
+template <class Op> table_entry logic() { return table_of<Op, bool, std::int32_t, std::int64_t, float, double>(); }
+template <class Op> table_entry numbers() { return table_of<Op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>(); }
 
-std::array<KernelTable, op_count> make_table() {
-    std::array<KernelTable, op_count> t{};
-    auto set = [&](op_id id, KernelTable k) { t[static_cast<std::size_t>(id)] = k; };
+std::array<table_entry, op_count> make_table() {
+    std::array<table_entry, op_count> t{};
+    auto set = [&](op_id id, table_entry k) { t[static_cast<std::size_t>(id)] = k; };
     using ck::binop;
     using ck::unop;
     set(op_id::elementwise_add, arith<binary_op<binop::add>>());
@@ -726,19 +916,85 @@ std::array<KernelTable, op_count> make_table() {
     set(op_id::concat, stored<concat_op>());
     set(op_id::concat_grad, stored<split_op<ops::concat_grad_op::DOut, ops::concat_grad_op::axis>>());
     set(op_id::split, stored<split_op<ops::split_op::X, ops::split_op::axis>>());
+    set(op_id::flip, stored<flip_op>());
+    set(op_id::flatten_contiguous_range, stored<copy_op<ops::flatten_contiguous_range_op::X>>());  // XShape: no elements
+    set(op_id::flatten_contiguous_range_grad, stored<copy_op<ops::flatten_contiguous_range_grad_op::DOut>>());
+    set(op_id::increment, arith<increment_op>());
+    set(op_id::slice, stored<slice_op>());
+    set(op_id::slice_grad, stored<slice_grad_op>());
+    using ck::cmpop;
+    set(op_id::less_than, logic<compare_op<cmpop::less_than>>());
+    set(op_id::less_equal, logic<compare_op<cmpop::less_equal>>());
+    set(op_id::greater_than, logic<compare_op<cmpop::greater_than>>());
+    set(op_id::greater_equal, logic<compare_op<cmpop::greater_equal>>());
+    set(op_id::equal, logic<compare_op<cmpop::equal>>());
+    set(op_id::not_equal, logic<compare_op<cmpop::not_equal>>());
+    set(op_id::logical_and, logic<compare_op<cmpop::logical_and, false>>());
+    set(op_id::logical_or, logic<compare_op<cmpop::logical_or, false>>());
+    set(op_id::logical_xor, logic<compare_op<cmpop::logical_xor, false>>());
+    set(op_id::logical_not, logic<logical_not_op>());
+    set(op_id::where, arith<where_op>());
+    set(op_id::where_grad, floats<where_grad_op>());
+    set(op_id::top_k, arith<top_k_op>());
+    set(op_id::reduce_all, table_of<reduce_op<ck::redop::all>, bool>());
+    set(op_id::reduce_any, table_of<reduce_op<ck::redop::any>, bool>());
+    set(op_id::arg_max, arith<arg_extreme_op<true>>());
+    set(op_id::arg_min, arith<arg_extreme_op<false>>());
+    set(op_id::cumsum, arith<cumsum_op<false>>());
+    set(op_id::cumsum_grad, floats<cumsum_op<true>>());
+    set(op_id::one_hot, table_of<one_hot_op<false>, std::int32_t, i64>());
+    set(op_id::one_hot_v2, table_of<one_hot_op<true>, std::int32_t, i64>());
+    set(op_id::accuracy, arith<accuracy_op>());
     return t;
+}
+
+const table_entry* entry_of(const OpDef& def) noexcept {
+    static const std::array<table_entry, op_count> table = make_table();
+    const OpDef* d = detail::find_builtin_op(def.type);
+    return d ? &table[static_cast<std::size_t>(d - op_table().data())] : nullptr;
+}
+
+// A fused chain (fusion.hpp) as one kernel; as its steps one by one where a
+// broadcast operand shares memory with the output (see fusion.hpp).
+static_assert(ck::max_fused_steps == max_device_chain);
+void run_chain(const KernelContext& c) {
+    const auto& ch = *static_cast<const detail::fused_chain*>(c.fused);
+    ck::fused_program p;
+    p.count = static_cast<int>(ch.instrs.size());
+    p.n = ch.n;
+    p.row = ch.row;
+    for (std::size_t k = 0; k < ch.instrs.size(); ++k) {
+        const auto& in = ch.instrs[k];
+        for (const detail::fused_operand* o : {&in.x, &in.y})
+            if ((o->kind == FusedOperand::scalar || o->kind == FusedOperand::row) && detail::overlaps(*o->t, *ch.out)) {
+                for (auto& [fn, ctx] : ch.unfused) fn(ctx);
+                return;
+            }
+        p.steps[k] = {in.code, static_cast<int>(in.x.kind), static_cast<int>(in.y.kind), in.x.t ? in.x.t->raw() : nullptr,
+                      in.y.t ? in.y.t->raw() : nullptr};
+    }
+    if (ch.elem == sizeof(float)) ck::fused<float>(p, static_cast<float*>(ch.out->raw()), stream_of(c));
+    else ck::fused<double>(p, static_cast<double*>(ch.out->raw()), stream_of(c));
 }
 
 }  // namespace
 
 KernelFn cuda_kernel(const OpDef& def, DataType t) noexcept {
-    static const std::array<KernelTable, op_count> table = make_table();
-    const OpDef* d = detail::find_builtin_op(def.type);
-    if (!d) return def.device_kernel("cuda", t);  // a registered op brings its own, or runs on the host
-    const auto i = static_cast<std::size_t>(d - op_table().data());
+    const table_entry* e = entry_of(def);
+    if (!e) return def.device_kernel("cuda", t);  // a registered op brings its own, or runs on the host
     // Only where the CPU has a kernel too: the op is valid at that dtype.
     if (!def.supports(t)) return nullptr;
-    return table[i][static_cast<std::size_t>(t)];
+    return e->kernels[static_cast<std::size_t>(t)];
 }
+
+int cuda_fused_code(const OpDef& def, DataType t) noexcept {
+    const table_entry* e = entry_of(def);
+    if (!e || def.fusible.arity == 0 || (t != DataType::FP32 && t != DataType::FP64) || !cuda_kernel(def, t)) return -1;
+    // The code's operands are the op's fused ones (one, or two).
+    const int arity = e->fused < 0 ? 0 : ck::fused_kind_of(e->fused) == ck::fused_kind::unary ? 1 : 2;
+    return arity == def.fusible.arity ? e->fused : -1;
+}
+
+KernelFn cuda_chain_kernel() noexcept { return run_chain; }
 
 }  // namespace dlgraph::cuda_detail

@@ -41,13 +41,22 @@ enum class unop : int {
     // with attributes (unary_params): kernels/elementwise.hpp's Fn<T>{p[0], ...}
     leaky_relu, elu, relu6, hard_sigmoid, hard_swish, softplus, swish, clip, pow
 };
+// A fused chain's op (DeviceContext::fused_code): its kind and its binop or
+// unop. fused_grad is a unary op's gradient as a binary step:
+// z = F.grad(v, v, dout) of (dout, v), v being the X or Out it reads.
+enum class fused_kind : int { binary = 1, unary = 2, grad = 3 };
+inline constexpr int fused_code_of(fused_kind k, int op) { return static_cast<int>(k) << 8 | op; }
+inline constexpr fused_kind fused_kind_of(int code) { return static_cast<fused_kind>(code >> 8); }
+inline constexpr int fused_op_of(int code) { return code & 0xff; }
+
 // A unary op's FLOAT attributes, in the op's order.
 struct unary_params {
     double p[3] = {};
 };
 // mean: times 1/count (reduce_mean); mean_all: divided by count (mean).
 // prod has no gradient kernel (a CUDA session runs reduce_prod_grad on the host).
-enum class redop : int { sum, mean, mean_all, max, min, prod };
+// all, any: BOOL only (reduce_all, reduce_any).
+enum class redop : int { sum, mean, mean_all, max, min, prod, all, any };
 
 // How a broadcasting binary op walks its output of `rank` dims zs: X's and
 // Y's element strides per output dim (0 along a dim broadcast).
@@ -73,6 +82,24 @@ template <class T> void unary(unop op, const unary_params& p, std::int64_t n, co
 template <class T>
 void unary_grad(unop op, const unary_params& p, std::int64_t n, const T* x, const T* out, const T* dout, T* dx,
                 stream_t s);
+// An element-wise chain as one kernel: for each of the n elements of z, the
+// steps in order, each computing the running value from its operands (the
+// running value itself, a tensor of n elements, a single element, or a row
+// of `row` elements repeated), and z gets the last. Operand kinds are
+// FusedOperand's (planner.hpp): 0 running, 1 full, 2 scalar, 3 row.
+inline constexpr int max_fused_steps = 32;  // = max_device_chain
+struct fused_step {
+    int code = 0;      // fused_code_of
+    int xk = 0, yk = 0;
+    const void* x = nullptr;
+    const void* y = nullptr;
+};
+struct fused_program {
+    int count = 0;
+    std::int64_t n = 0, row = 0;
+    fused_step steps[max_fused_steps];
+};
+template <class T> void fused(const fused_program& p, T* z, stream_t s);
 // z = s * x + b (bias_after) or s * (x + b).
 template <class T> void scale(std::int64_t n, const T* x, T* z, T sc, T b, bool bias_after, stream_t s);
 template <class T> void fill(std::int64_t n, T* z, T v, stream_t s);
@@ -200,12 +227,54 @@ void adam(std::int64_t n, const T* p, const T* g, const T* m1, const T* m2, cons
           T* beta1_pow_out, T* beta2_pow_out, stream_t s);
 
 // y[i] = x[sum(index_d(i) * in_st[d])]: i walks Y's dims row-major (a
-// transpose). Elements are moved as bytes: Word is an unsigned integer of
-// the element's size.
+// transpose; a flip, with negative strides from the last element; a slice,
+// from the box's first). Elements are moved as bytes: Word is an unsigned
+// integer of the element's size. unpermute is the reverse walk, x[i]
+// written to y[sum(index_d(i) * in_st[d])] (a slice's gradient).
 struct permute_walk {
     int rank = 0;
     std::int64_t out_dims[max_rank] = {}, in_st[max_rank] = {};
 };
 template <class Word> void permute(std::int64_t n, const permute_walk& w, const Word* x, Word* y, stream_t s);
+template <class Word> void unpermute(std::int64_t n, const permute_walk& w, const Word* x, Word* y, stream_t s);
+
+// Along the middle dim d of [outer, d, inner] (kernels/reduce.hpp's, the
+// same order and bits, a thread per (outer, inner) line): the position of
+// the largest (Max) or smallest element, first on ties, a NaN winning; and
+// cumulative sums (exclusive: each element left out of its own; reverse:
+// from the end).
+template <class T, class I> void arg_extreme(bool max, std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, I* out, stream_t s);
+template <class T>
+void cumsum(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, T* y, bool exclusive, bool reverse,
+            stream_t s);
+// one_hot rows of n ids (int32 when ids32, else int64) among `depth`
+// classes; an id out of range records fault id_out_of_range (the lowest
+// position's) unless allow_out_of_range, which gives a row of zeros.
+template <class T>
+void one_hot(std::int64_t n, std::int64_t depth, const void* ids, bool ids32, bool allow_out_of_range, T* out,
+             device_fault* f, stream_t s);
+
+// Comparisons and logical ops (kernels/logic.hpp's functors) of broadcast
+// operands into BOOL; logical_not; where and its gradient (dx or dy may be
+// null: not wanted).
+enum class cmpop : int {
+    less_than, less_equal, greater_than, greater_equal, equal, not_equal, logical_and, logical_or, logical_xor
+};
+template <class T>
+void compare(cmpop op, std::int64_t n, const T* x, const T* y, bool* z, const broadcast_strides& g, stream_t s);
+template <class T> void logical_not(std::int64_t n, const T* x, bool* z, stream_t s);
+template <class T> void where(std::int64_t n, const bool* cond, const T* x, const T* y, T* z, stream_t s);
+template <class T> void where_grad(std::int64_t n, const bool* cond, const T* dout, T* dx, T* dy, stream_t s);
+
+// top_k over `rows` rows of n values (0 <= k <= n): values and indices
+// [rows, k], best first by kernels::topk_before (larger first, NaN above
+// all, ties by lower index), the CPU's order exactly. A block per row
+// picks the k best one by one: O(k n) per row.
+template <class T>
+void top_k(std::int64_t rows, std::int64_t n, std::int64_t k, const T* x, T* values, std::int64_t* indices, stream_t s);
+// accuracy over `rows` rows of k top_k indices and an INT64 label per row
+// (kernels::accuracy): one block.
+void accuracy(std::int64_t rows, std::int64_t k, const std::int64_t* indices, const std::int64_t* label, float* acc,
+              std::int32_t* correct, std::int32_t* total, stream_t s);
 
 }  // namespace dlgraph::cuda_kernels
