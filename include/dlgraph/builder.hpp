@@ -14,6 +14,7 @@
 #include "dlgraph/config.hpp"
 #include "dlgraph/kernels/index.hpp"    // no_padding
 #include "dlgraph/kernels/softmax.hpp"  // default_ignore_index
+#include "dlgraph/ops/collective.hpp"
 #include "dlgraph/session.hpp"
 
 namespace dlgraph {
@@ -926,8 +927,7 @@ Var<T> slice(const Var<T>& x, std::vector<std::int64_t> axes, std::vector<std::i
 // x summed (max, min, multiplied) over every rank of ring `ring_id`'s
 // communicator; every rank gets the same result.
 template <element_type T> Var<T> c_allreduce(const Var<T>& x, ReduceOp op, int ring_id = 0) {
-    const char* types[] = {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod"};
-    return detail::unary_out<T>(types[static_cast<int>(op)], detail::state_of(x), {{"X", {x.name()}}},
+    return detail::unary_out<T>(ops::allreduce_type(op), detail::state_of(x), {{"X", {x.name()}}},
                                 {Attribute::make_int("ring_id", ring_id)});
 }
 template <element_type T> Var<T> c_allreduce_sum(const Var<T>& x, int ring_id = 0) { return c_allreduce(x, ReduceOp::sum, ring_id); }

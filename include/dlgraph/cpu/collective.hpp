@@ -22,9 +22,8 @@ template <class T> T* collective_out(const KernelContext& c) {
 }
 
 template <ReduceOp R> struct c_allreduce_op : ops::c_allreduce_op {
-    static constexpr const char* types[] = {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod"};
     template <class T> static void compute(cpu, const KernelContext& c) {
-        c.comm->all_reduce(collective_out<T>(c), c.out(0).numel(), dtype_of<T>, R, types[static_cast<int>(R)]);
+        c.comm->all_reduce(collective_out<T>(c), c.out(0).numel(), dtype_of<T>, R, ops::allreduce_type(R));
     }
 };
 

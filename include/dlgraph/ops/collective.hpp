@@ -31,6 +31,12 @@ inline void check_ring(const InferContext& c) {
 
 // ---- c_allreduce_* -------------------------------------------------------------------------
 //
+// The op type of an all-reduce by `op`.
+inline const char* allreduce_type(ReduceOp op) {
+    static constexpr const char* types[] = {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod"};
+    return types[static_cast<int>(op)];
+}
+//
 // Out = op over every rank's X (every rank gets the same Out). The
 // gradient of a sum is the sum of the gradients (Paddle's grad maker):
 // X@GRAD = c_allreduce_sum(Out@GRAD). max, min and prod have no gradient.

@@ -634,8 +634,7 @@ inline OpDef slice_def() {
 struct slice_grad_op {
     enum { Input = 0, DOut = 1 };
     static void infer(const InferContext& c) {
-        if (c.dtype(Input) != c.dtype(DOut))
-            c.fail_type("Input is " + to_string(c.dtype(Input)) + " but Out@GRAD is " + to_string(c.dtype(DOut)));
+        c.same_dtype({Input, DOut});
         std::int64_t start[max_rank], sub[max_rank];
         slice_op::box(&c, &c.attr(0), c.shape(Input), start, sub);
         std::int64_t n = 1;
