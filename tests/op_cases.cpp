@@ -830,6 +830,22 @@ void loss_cases(case_list& out) {
     swce_grad("soft_5x33", FP32, {5, 33}, true);
     swce_grad("soft_unnormalized_labels", FP64, {2, 3, 17}, true, false);
     swce_grad("hard_ignore_index_3_40x10", FP64, {40, 10}, false, true, 3);
+
+    // bce_loss: probabilities with the edges 0 and 1 (logs clipped at -100)
+    // against labels in [0, 1]; its gradient away from and at the edges.
+    for (DataType t : {FP32, FP64}) {
+        const std::string_view v = t == FP32 ? "edges_6x7" : "rank3_2x3x19";
+        const Shape s = t == FP32 ? Shape{6, 7} : Shape{2, 3, 19};
+        case_builder cb(case_name("bce_loss", t, v));
+        cb.in("x", t, s, special({0.0, 1.0, 0.5, 1e-30, 1.0 - 1e-7}, uni(0, 1))).in("label", t, s, uni(0, 1));
+        cb.op("bce_loss", {{"X", {"x"}}, {"Label", {"label"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+        case_builder g(case_name("bce_loss_grad", t, v));
+        g.in("x", t, s, special({0.0, 1.0, 0.5}, uni(0.01, 0.99))).in("label", t, s, uni(0, 1));
+        g.in("out@GRAD", t, s, uni(-1, 1));
+        g.op("bce_loss_grad", {{"X", {"x"}}, {"Label", {"label"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}});
+        out.push_back(g.done());
+    }
 }
 
 // ---- reductions ------------------------------------------------------------------------------------

@@ -211,6 +211,73 @@ TEST_CASE("cross_entropy gradients match finite differences") {
     }, {{"label", hard}});
 }
 
+TEST_CASE("square_error_cost is (input - label)^2, Paddle's two ops, and its gradient matches finite differences") {
+    Program p;
+    auto in = p.input<double>("in", {2, 3});
+    auto label = p.input<double>("label", {2, 3});
+    auto cost = square_error_cost(in, label);
+    const auto& ops = p.desc().blocks[0].ops;
+    REQUIRE(ops.size() == 2);
+    CHECK(ops[0].type == "elementwise_sub");
+    CHECK(ops[1].type == "square");
+    Session<cpu> s(p);
+    const xt::xarray<double> iv = {{1.5, -2, 0}, {3, 0.25, -1}}, lv = {{1, 1, 1}, {-1, 0.25, 2}};
+    CHECK(s.eval(cost, {{in, iv}, {label, lv}}) == xt::xarray<double>{{0.25, 9, 1}, {16, 0, 9}});
+    grad_check::check({{"x", random({3, 4}, 68, -2, 2)}}, [](P& q, const V& v) {
+        return square_error_cost(v[0], q.input<double>("label", {3, 4}));
+    }, {{"label", fp64_tensor(random({3, 4}, 69, -1, 1))}});
+}
+
+// Paddle's bce_loss: (label - 1) * max(log(1 - x), -100) - label * max(log(x), -100).
+TEST_CASE("bce_loss is Paddle's clipped binary cross entropy; its gradient matches finite differences") {
+    Program p;
+    auto x = p.input<double>("x", {2, 4});
+    auto label = p.input<double>("label", {2, 4});
+    auto loss = bce_loss(x, label);
+    Session<cpu> s(p);
+    const xt::xarray<double> xv = {{0.0, 1.0, 0.5, 0.25}, {0.9, 1e-300, 0.125, 0.75}};
+    const xt::xarray<double> lv = {{0.0, 1.0, 1.0, 0.0}, {0.3, 1.0, 0.0, 0.5}};
+    const xt::xarray<double> got = s.eval(loss, {{x, xv}, {label, lv}});
+    for (std::size_t i = 0; i < xv.size(); ++i) {
+        const double a = xv.flat(i), l = lv.flat(i);
+        const double want = (l - 1) * std::max(std::log(1 - a), -100.0) - l * std::max(std::log(a), -100.0);
+        CAPTURE(i);
+        CHECK(got.flat(i) == doctest::Approx(want).epsilon(1e-15));
+    }
+    CHECK(got(0, 0) == 0.0);  // x = 0, label 0: no loss; x = 1, label 1 too
+    CHECK(got(0, 1) == 0.0);
+    CHECK(got(1, 1) == 100.0);  // log(1e-300) = -690.8, clipped at -100
+    // Away from 0 and 1 (the gradient divides by x (1 - x)).
+    grad_check::check({{"x", random({3, 5}, 70, 0.05, 0.95)}}, [](P& q, const V& v) {
+        return bce_loss(v[0], q.input<double>("label", {3, 5}));
+    }, {{"label", fp64_tensor(random({3, 5}, 71, 0.0, 1.0))}});
+}
+
+TEST_CASE("bce_loss: an X outside [0, 1] is a clear error and the session keeps working; bad shapes and dtypes") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto label = p.input<float>("label", {-1});
+    auto loss = bce_loss(x, label);
+    Session<cpu> s(p);
+    const xt::xarray<float> good = {0.25f, 0.5f, 1.0f}, bad = {0.25f, 1.5f, -0.5f}, nan = {0.5f, NAN, 0.5f},
+                            lv = {1.0f, 0.0f, 1.0f};
+    CHECK_THROWS_CONTAINING(s.eval(loss, {{x, bad}, {label, lv}}), value_error, "[dlgraph.value.prob]",
+                            "bce_loss (op #0): X[1] is 1.500000, not a probability: it must be in [0, 1]");
+    CHECK_THROWS_CONTAINING(s.eval(loss, {{x, nan}, {label, lv}}), value_error, "[dlgraph.value.prob]", "X[1] is nan");
+    CHECK(s.eval(loss, {{x, good}, {label, lv}})(0) == doctest::Approx(-std::log(0.25)));
+    const xt::xarray<float> short_label = {1.0f, 0.0f};
+    CHECK_THROWS_CONTAINING(s.eval(loss, {{x, good}, {label, short_label}}), shape_error, "[dlgraph.shape.bce_loss]",
+                            "X is [3] but Label is [2]: bce_loss takes X and Label of one shape");
+    Program q;
+    q.input<double>("x", {3});
+    q.input<float>("label", {3});
+    CHECK_THROWS_CONTAINING(q.append("bce_loss", {{"X", {"x"}}, {"Label", {"label"}}}, {{"Out", 1}}, {}), type_error,
+                            "[dlgraph.type.op]", "X is FP64 but Label is FP32");
+    q.input<std::int32_t>("xi", {3});
+    CHECK_THROWS_CONTAINING(q.append("bce_loss", {{"X", {"xi"}}, {"Label", {"xi"}}}, {{"Out", 1}}, {}), type_error,
+                            "[dlgraph.type.op]", "X must be FP32 or FP64, not INT32");
+}
+
 TEST_CASE("softmax_with_cross_entropy gradients match finite differences") {
     auto logits = random({4, 6}, 71, -2, 2);
     auto hard = int64_tensor({4, 1}, random_labels(4, 6, 72));

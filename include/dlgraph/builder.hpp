@@ -510,6 +510,21 @@ std::pair<Var<T>, Var<T>> softmax_with_cross_entropy(const Var<T>& logits, const
     return {Var<T>(st, names[0][0], idx), Var<T>(st, names[1][0], idx)};
 }
 
+// paddle.nn.functional.square_error_cost: (input - label)^2 element by
+// element, as Paddle builds it (elementwise_sub, then square); no op of
+// its own.
+template <element_type T> Var<T> square_error_cost(const Var<T>& input, const Var<T>& label) {
+    return square(input - label);
+}
+// Paddle's bce_loss: the binary cross entropy of probabilities x (each in
+// [0, 1]; another value is an error when the program runs) against labels
+// of x's shape, element by element, with the logs clipped at -100
+// (paddle.nn.functional.binary_cross_entropy is its mean).
+template <element_type T> Var<T> bce_loss(const Var<T>& x, const Var<T>& label) {
+    auto st = detail::same_program("bce_loss", x, label);
+    return detail::unary_out<T>("bce_loss", st, {{"X", {x.name()}}, {"Label", {label.name()}}}, {});
+}
+
 // ---- evaluation ----------------------------------------------------------------------------
 
 // The k largest values of each row (last axis), largest first, and their

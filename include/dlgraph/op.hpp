@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -375,6 +376,10 @@ DLGRAPH_INLINE void throw_fault(const KernelFault& f, std::string_view label) {
         case fault_code::id_out_of_range:
             throw value_error("dlgraph.value.id", op + ": id " + std::to_string(f.a) + " (at " + std::to_string(f.b) +
                                                       ") is out of range [0, " + std::to_string(f.c) + ")");
+        case fault_code::prob_out_of_range:
+            throw value_error("dlgraph.value.prob", op + ": X[" + std::to_string(f.a) + "] is " +
+                                                       std::to_string(std::bit_cast<double>(f.c)) +
+                                                       ", not a probability: it must be in [0, 1]");
         case fault_code::none:  // no fault recorded: a test's injected failure (Session's test_fail_at_step)
             throw value_error("dlgraph.value.injected", op + ": a failure injected by a test");
     }

@@ -96,7 +96,7 @@ const std::set<std::string> host_only = {
     "conv2d", "depthwise_conv2d", "conv2d_grad", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
     "batch_norm", "batch_norm_grad", "dropout", "dropout_grad",
     "layer_norm", "layer_norm_grad",  // issue 16: no device kernel yet
-    "reduce_prod_grad",  // issue 16: no device kernel yet
+    "reduce_prod_grad", "bce_loss", "bce_loss_grad",  // issue 16: no device kernel yet
     // Collectives run on the host through the session's communicator (NCCL: not yet).
     "c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast", "c_allgather",
 };

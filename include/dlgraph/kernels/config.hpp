@@ -42,11 +42,12 @@ template <class E> constexpr std::int64_t extent(E e) noexcept { return static_c
 // Bad data a kernel met. Kernels never throw: a core function that can meet
 // bad data returns a `fault` (code none when all was well), and its caller
 // records it (KernelFault in op.hpp) for the session to throw after the step.
-enum class fault_code : int { none = 0, div_by_zero, label_out_of_range, k_out_of_range, id_out_of_range };
+enum class fault_code : int { none = 0, div_by_zero, label_out_of_range, k_out_of_range, id_out_of_range, prob_out_of_range };
 struct fault {
     fault_code code = fault_code::none;
     std::int64_t a = 0, b = 0, c = 0;  // the facts: a label, its row, the class count; k and the dim; an id, its
-                                       // position, the table's rows
+                                       // position, the table's rows; a probability's position and its
+                                       // value's FP64 bits
     constexpr explicit operator bool() const noexcept { return code != fault_code::none; }
 };
 

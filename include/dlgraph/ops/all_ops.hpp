@@ -22,6 +22,7 @@
 #include "dlgraph/cpu/index.hpp"
 #include "dlgraph/cpu/io_ops.hpp"
 #include "dlgraph/cpu/logic.hpp"
+#include "dlgraph/cpu/loss.hpp"
 #include "dlgraph/cpu/matmul.hpp"
 #include "dlgraph/cpu/memcpy.hpp"
 #include "dlgraph/cpu/norm.hpp"
