@@ -130,6 +130,19 @@ TEST_CASE("increment adds step to a one-element counter") {
                             "X is [2]: it must hold one value");
 }
 
+TEST_CASE("increment is defined for every counter and step: an integer wraps, a step out of range saturates") {
+    Program p;
+    auto x = p.input<std::int32_t>("x", {1});
+    p.append("increment", {{"X", {x.name()}}}, {{"Out", 1}}, {Attribute::make_float("step", 1.0)});
+    p.append("increment", {{"X", {x.name()}}}, {{"Out", 1}}, {Attribute::make_float("step", 1e10)});
+    Session<cpu> s(p);
+    const auto& ops = p.desc().blocks[0].ops;
+    const TargetRef plus_one(ops[0].outputs[0].arguments[0]), plus_huge(ops[1].outputs[0].arguments[0]);
+    const xt::xarray<std::int32_t> top = {2147483647}, zero = {0};
+    CHECK(s.eval(plus_one, {{"x", top}}).data<std::int32_t>()[0] == -2147483647 - 1);  // wraps
+    CHECK(s.eval(plus_huge, {{"x", zero}}).data<std::int32_t>()[0] == 2147483647);    // 1e10 saturates
+}
+
 TEST_CASE("dropout: the errors") {
     Program p;
     auto x = p.input<float>("x", {4, 4});

@@ -58,9 +58,11 @@ struct dropout_grad_op : ops::dropout_grad_op {
     }
 };
 
+// Defined for every step and X: an integer counter wraps, and a step out of
+// its range saturates (as the CUDA kernel computes it).
 struct increment_op : ops::increment_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
-        c.out(0).data<T>()[0] = static_cast<T>(c.in(X).data<T>()[0] + static_cast<T>(c.attr(step).f));
+        c.out(0).data<T>()[0] = kernels::wrap_add(c.in(X).data<T>()[0], kernels::convert<T>(c.attr(step).f));
     }
 };
 
