@@ -127,13 +127,20 @@ inline std::int64_t block_shift(const fused_chain& c) {
     return m % c.elem == 0 ? static_cast<std::int64_t>(m / c.elem) : 0;
 }
 
-inline void run_fused(const fused_chain& c) {
+// Whether a broadcast operand of chain c shares memory with its output:
+// the chain must then run its steps one by one (run_unfused).
+inline bool broadcast_overlaps_out(const fused_chain& c) {
     for (auto& in : c.instrs)
         for (const fused_operand* o : {&in.x, &in.y})
-            if ((o->kind == FusedOperand::scalar || o->kind == FusedOperand::row) && overlaps(*o->t, *c.out)) {
-                for (auto& [fn, ctx] : c.unfused) fn(ctx);
-                return;
-            }
+            if ((o->kind == FusedOperand::scalar || o->kind == FusedOperand::row) && overlaps(*o->t, *c.out)) return true;
+    return false;
+}
+inline void run_unfused(const fused_chain& c) {
+    for (auto& [fn, ctx] : c.unfused) fn(ctx);
+}
+
+inline void run_fused(const fused_chain& c) {
+    if (broadcast_overlaps_out(c)) return run_unfused(c);
     char* scratch = static_cast<char*>(c.scratch->data());
     const std::int64_t shift = block_shift(c);
     const std::int64_t blocks = (c.n + shift + c.block - 1) / c.block;

@@ -557,6 +557,15 @@ template <std::size_t Bytes> using word_of =
     std::conditional_t<Bytes == 1, std::uint8_t,
                        std::conditional_t<Bytes == 2, std::uint16_t, std::conditional_t<Bytes == 4, std::uint32_t, std::uint64_t>>>;
 
+// Row-major element strides of shape s.
+void strides_of(const Shape& s, i64* st) {
+    i64 k = 1;
+    for (int d = s.rank() - 1; d >= 0; --d) {
+        st[d] = k;
+        k *= s[d];
+    }
+}
+
 struct transpose_op : ops::transpose_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
@@ -565,11 +574,7 @@ struct transpose_op : ops::transpose_op {
         ck::permute_walk w;
         w.rank = x.rank();
         i64 xst[max_rank];
-        i64 st = 1;
-        for (int d = x.rank() - 1; d >= 0; --d) {
-            xst[d] = st;
-            st *= x.shape()[d];
-        }
+        strides_of(x.shape(), xst);
         for (int d = 0; d < x.rank(); ++d) {
             const int a = static_cast<int>(perm[static_cast<std::size_t>(d)] < 0 ? perm[static_cast<std::size_t>(d)] + x.rank()
                                                                                  : perm[static_cast<std::size_t>(d)]);
@@ -580,15 +585,6 @@ struct transpose_op : ops::transpose_op {
         ck::permute<W>(y.numel(), w, static_cast<const W*>(x.raw()), static_cast<W*>(y.raw()), stream_of(c));
     }
 };
-
-// Row-major element strides of shape s.
-void strides_of(const Shape& s, i64* st) {
-    i64 k = 1;
-    for (int d = s.rank() - 1; d >= 0; --d) {
-        st[d] = k;
-        k *= s[d];
-    }
-}
 
 // flip: X walked backwards along the flipped dims, from their last element.
 struct flip_op : ops::flip_op {
@@ -650,15 +646,11 @@ struct slice_grad_op : ops::slice_grad_op {
 
 // ---- arg_max, arg_min, cumsum, one_hot ----------------------------------------------------------
 
-// X as [outer, d, inner] around the axis attribute (all of X, [1, numel, 1], when flatten).
-template <class Op> ops::axis_split split_of(const KernelContext& c, const Shape& s) {
-    return c.attr(Op::flatten).b ? ops::axis_split{1, s.numel(), 1} : ops::split_at_axis(s, c.attr(Op::axis).i);
-}
 template <bool Max> struct arg_extreme_op : ops::arg_extreme_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(0);
         Tensor& out = c.out(0);
-        const ops::axis_split g = split_of<ops::arg_extreme_op>(c, x.shape());
+        const ops::axis_split g = ops::split_or_flatten(x.shape(), c.attr(axis).i, c.attr(flatten).b);
         if (out.dtype() == DataType::INT32)
             ck::arg_extreme<T>(Max, g.outer, g.d, g.inner, x.data<T>(), out.data<std::int32_t>(), stream_of(c));
         else
@@ -669,7 +661,7 @@ template <bool Max> struct arg_extreme_op : ops::arg_extreme_op {
 template <bool Grad> struct cumsum_op : ops::cumsum_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(Grad ? DOut : X);
-        const ops::axis_split g = split_of<ops::cumsum_op>(c, x.shape());
+        const ops::axis_split g = ops::split_or_flatten(x.shape(), c.attr(axis).i, c.attr(flatten).b);
         ck::cumsum<T>(g.outer, g.d, g.inner, x.data<T>(), c.out(0).data<T>(), c.attr(exclusive).b,
                       c.attr(reverse).b != Grad, stream_of(c));
     }
@@ -959,17 +951,13 @@ const table_entry* entry_of(const OpDef& def) noexcept {
 static_assert(ck::max_fused_steps == max_device_chain);
 void run_chain(const KernelContext& c) {
     const auto& ch = *static_cast<const detail::fused_chain*>(c.fused);
+    if (detail::broadcast_overlaps_out(ch)) return detail::run_unfused(ch);
     ck::fused_program p;
     p.count = static_cast<int>(ch.instrs.size());
     p.n = ch.n;
     p.row = ch.row;
     for (std::size_t k = 0; k < ch.instrs.size(); ++k) {
         const auto& in = ch.instrs[k];
-        for (const detail::fused_operand* o : {&in.x, &in.y})
-            if ((o->kind == FusedOperand::scalar || o->kind == FusedOperand::row) && detail::overlaps(*o->t, *ch.out)) {
-                for (auto& [fn, ctx] : ch.unfused) fn(ctx);
-                return;
-            }
         p.steps[k] = {in.code, static_cast<int>(in.x.kind), static_cast<int>(in.y.kind), in.x.t ? in.x.t->raw() : nullptr,
                       in.y.t ? in.y.t->raw() : nullptr};
     }

@@ -130,8 +130,7 @@ template <bool Max> struct arg_extreme_op : ops::arg_extreme_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(0);
         Tensor& out = c.out(0);
-        const ops::axis_split g = c.attr(flatten).b ? ops::axis_split{1, x.numel(), 1}
-                                                    : ops::split_at_axis(x.shape(), c.attr(axis).i);
+        const ops::axis_split g = ops::split_or_flatten(x.shape(), c.attr(axis).i, c.attr(flatten).b);
         if (out.dtype() == DataType::INT32)
             kernels::arg_extreme<Max>(x.data<T>(), g.outer, g.d, g.inner, out.data<std::int32_t>());
         else
@@ -143,8 +142,7 @@ template <bool Max> struct arg_extreme_op : ops::arg_extreme_op {
 template <bool Grad> struct cumsum_op : ops::cumsum_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(Grad ? DOut : X);
-        const ops::axis_split g = c.attr(flatten).b ? ops::axis_split{1, x.numel(), 1}
-                                                    : ops::split_at_axis(x.shape(), c.attr(axis).i);
+        const ops::axis_split g = ops::split_or_flatten(x.shape(), c.attr(axis).i, c.attr(flatten).b);
         kernels::cumsum(x.data<T>(), c.out(0).data<T>(), g.outer, g.d, g.inner, c.attr(exclusive).b,
                         c.attr(reverse).b != Grad);
     }

@@ -73,6 +73,11 @@ inline axis_split split_at_axis(const Shape& s, std::int64_t axis) {
     const int a = static_cast<int>(axis < 0 ? axis + s.rank() : axis);
     return {dim_product(s, 0, a), s[a], dim_product(s, a + 1, s.rank())};
 }
+// As split_at_axis, or all of s as [1, numel, 1] when `flatten` (arg_max's
+// and cumsum's attribute).
+inline axis_split split_or_flatten(const Shape& s, std::int64_t axis, bool flatten) {
+    return flatten ? axis_split{1, s.numel(), 1} : split_at_axis(s, axis);
+}
 
 // Steps a row-major multi-index over `dims` (rank r); false once it wraps.
 inline bool next_index(std::int64_t* idx, const std::int64_t* dims, int r) {
