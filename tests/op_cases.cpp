@@ -1675,6 +1675,175 @@ void index_cases(case_list& out) {
     }
 }
 
+// stack / unstack and their grads, tile / expand / expand_v2 and theirs, pad,
+// gather, scatter, elementwise_mod / floordiv (issue 16).
+void breadth_cases(case_list& out) {
+    const Shape stack_shapes[] = {{2, 3}, {4}, {3, 1, 2}, {5, 2}, {2, 2}, {3, 33}, {2, 3, 4}};
+    const std::int64_t stack_axes[] = {0, -1, 1, 2, -3, 1, 3};
+    for (std::size_t k = 0; k < std::size(all_dtypes); ++k) {
+        const DataType t = all_dtypes[k];
+        const Shape& s = stack_shapes[k];
+        const std::int64_t a = stack_axes[k];
+        const std::string variant = "axis" + std::to_string(a) + "_" + std::to_string(k);
+        case_builder cb(case_name("stack", t, variant));
+        std::vector<std::string> names;
+        for (int i = 0; i < 3; ++i) {
+            names.push_back("x" + std::to_string(i));
+            cb.in(names.back(), t, s, values_for(t));
+        }
+        cb.op("stack", {{"X", names}}, {{"Y", {"y"}}}, {a_int("axis", a)});
+        out.push_back(cb.done());
+        // unstack cuts a stacked shape back into its 3 parts.
+        Shape ys;  // s with a dim of 3 at a (counted in the stacked rank)
+        const int at = static_cast<int>(a < 0 ? a + s.rank() + 1 : a);
+        for (int i = 0; i <= s.rank(); ++i) ys.push_back(i == at ? 3 : s[i < at ? i : i - 1]);
+        case_builder u(case_name("unstack", t, variant));
+        u.in("x", t, ys, values_for(t)).op("unstack", {{"X", {"x"}}}, {{"Y", {"y0", "y1", "y2"}}},
+                                          {a_int("axis", a), a_int("num", 3)});
+        out.push_back(u.done());
+        if (!is_fp(t)) continue;
+        case_builder g(case_name("stack_grad", t, variant));
+        g.in("y@GRAD", t, ys, values_for(t));
+        g.op("stack_grad", {{"Y@GRAD", {"y@GRAD"}}}, {{"X@GRAD", {"x0@GRAD", "x1@GRAD", "x2@GRAD"}}}, {a_int("axis", a)});
+        out.push_back(g.done());
+        case_builder ug(case_name("unstack_grad", t, variant));
+        ug.in("y0@GRAD", t, s, values_for(t)).in("y1@GRAD", t, s, values_for(t)).in("y2@GRAD", t, s, values_for(t));
+        ug.op("unstack_grad", {{"Y@GRAD", {"y0@GRAD", "y1@GRAD", "y2@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}},
+              {a_int("axis", a), a_int("num", 3)});
+        out.push_back(ug.done());
+    }
+
+    struct tile_v {
+        const char* op;
+        const char* attr;
+        const char* name;
+        Shape x;
+        std::vector<std::int64_t> v;
+    };
+    const tile_v tiles[] = {
+        {"tile", "repeat_times", "2x3_by_2x2", {2, 3}, {2, 2}},
+        {"tile", "repeat_times", "longer_list_5", {5}, {3, 1, 2}},
+        {"tile", "repeat_times", "shorter_list_2x1x3", {2, 1, 3}, {4}},
+        {"tile", "repeat_times", "row_1x257_by_9", {1, 257}, {9, 1}},
+        {"expand", "expand_times", "3x1x2_by_1x4x3", {3, 1, 2}, {1, 4, 3}},
+        {"expand", "expand_times", "ones_4x5", {4, 5}, {1, 1}},
+        {"expand_v2", "shape", "column_6x1_to_6x7", {6, 1}, {6, 7}},
+        {"expand_v2", "shape", "new_dims_3_to_2x4x3", {3}, {2, 4, -1}},
+        {"expand_v2", "shape", "keep_1x5_to_3x5", {1, 5}, {3, -1}},
+    };
+    for (const tile_v& v : tiles) {
+        const std::vector<Attribute> at{a_ints(v.attr, v.v)};
+        for (DataType t : {BOOL, INT32, INT64, FP32, FP64}) {
+            case_builder cb(case_name(v.op, t, v.name));
+            cb.in("x", t, v.x, values_for(t)).op(v.op, {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            if (!is_fp(t)) continue;
+            const std::string grad = std::string(v.op) + "_grad";
+            case_builder g(case_name(grad, t, v.name));
+            g.in("x", t, v.x, values_for(t)).in("out@GRAD", t, forward_shape(v.op, t, {{"X", v.x}}, at, "Out"), values_for(t));
+            g.op(grad, {{"X", {"x"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+    }
+
+    struct pad_v {
+        const char* name;
+        Shape x;
+        std::vector<std::int64_t> p;
+        double value;
+    };
+    const pad_v pads[] = {{"2d_3x4", {3, 4}, {1, 2, 0, 3}, 0.0},
+                          {"3d_value_2x3x5", {2, 3, 5}, {0, 1, 2, 0, 1, 1}, -2.5},
+                          {"none_4", {4}, {0, 0}, 1.0},
+                          {"empty_0x2", {0, 2}, {1, 1, 2, 0}, 7.0}};
+    for (const pad_v& v : pads) {
+        const std::vector<Attribute> at{a_ints("paddings", v.p), Attribute::make_float("pad_value", v.value)};
+        for (DataType t : {INT32, INT64, FP32, FP64}) {
+            case_builder cb(case_name("pad", t, v.name));
+            cb.in("x", t, v.x, values_for(t)).op("pad", {{"X", {"x"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            if (!is_fp(t)) continue;
+            case_builder g(case_name("pad_grad", t, v.name));
+            g.in("out@GRAD", t, forward_shape("pad", t, {{"X", v.x}}, at, "Out"), values_for(t));
+            g.op("pad_grad", {{"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+    }
+
+    struct gather_v {
+        const char* name;
+        Shape x;
+        Shape index;
+        std::int64_t axis;
+        DataType id_type;
+        bool overwrite;
+    };
+    const gather_v gathers[] = {{"rows_10x20_by_4", {10, 20}, {4}, 0, INT64, false},
+                                {"axis1_3x7x2_by_9_int32", {3, 7, 2}, {9}, 1, INT32, false},
+                                {"column_ids_5x3_by_6x1", {5, 3}, {6, 1}, 0, INT64, true},
+                                {"last_axis_4x33_by_40", {4, 33}, {40}, -1, INT32, true}};
+    for (const gather_v& v : gathers) {
+        const std::vector<Attribute> at{a_bool("overwrite", v.overwrite), a_int("axis", v.axis)};
+        const std::int64_t d = v.x[static_cast<int>(v.axis < 0 ? v.axis + v.x.rank() : v.axis)];
+        for (DataType t : {INT32, INT64, FP32, FP64}) {
+            case_builder cb(case_name("gather", t, v.name));
+            cb.in("x", t, v.x, values_for(t)).in("index", v.id_type, v.index, ints(0, d - 1));
+            cb.op("gather", {{"X", {"x"}}, {"Index", {"index"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            if (!is_fp(t)) continue;
+            case_builder g(case_name("gather_grad", t, v.name));
+            g.in("x", t, v.x, values_for(t)).in("index", v.id_type, v.index, ints(0, d - 1));
+            Shape os = v.x;
+            os[static_cast<int>(v.axis < 0 ? v.axis + v.x.rank() : v.axis)] = v.index[0];
+            g.in("out@GRAD", t, os, values_for(t));
+            g.op("gather_grad", {{"X", {"x"}}, {"Index", {"index"}}, {"Out@GRAD", {"out@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+    }
+
+    struct scatter_v {
+        const char* name;
+        Shape x;
+        std::int64_t n;
+        DataType id_type;
+        bool overwrite;
+    };
+    const scatter_v scatters[] = {{"overwrite_8x5_by_6", {8, 5}, 6, INT64, true},
+                                  {"add_8x5_by_12_int32", {8, 5}, 12, INT32, false},
+                                  {"overwrite_3d_4x2x3_by_3", {4, 2, 3}, 3, INT32, true},
+                                  {"add_1d_9_by_20", {9}, 20, INT64, false}};
+    for (const scatter_v& v : scatters) {
+        const std::vector<Attribute> at{a_bool("overwrite", v.overwrite)};
+        Shape us = v.x;
+        us[0] = v.n;
+        for (DataType t : {INT32, INT64, FP32, FP64}) {
+            case_builder cb(case_name("scatter", t, v.name));
+            cb.in("x", t, v.x, values_for(t)).in("ids", v.id_type, {v.n}, ints(0, v.x[0] - 1)).in("updates", t, us, values_for(t));
+            cb.op("scatter", {{"X", {"x"}}, {"Ids", {"ids"}}, {"Updates", {"updates"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            if (!is_fp(t)) continue;
+            case_builder g(case_name("scatter_grad", t, v.name));
+            g.in("ids", v.id_type, {v.n}, ints(0, v.x[0] - 1)).in("updates", t, us, values_for(t)).in("out@GRAD", t, v.x, values_for(t));
+            g.op("scatter_grad", {{"Ids", {"ids"}}, {"Updates", {"updates"}}, {"Out@GRAD", {"out@GRAD"}}},
+                 {{"X@GRAD", {"x@GRAD"}}, {"Updates@GRAD", {"updates@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+    }
+
+    for (const char* op : {"elementwise_mod", "elementwise_floordiv"}) {
+        auto one = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys) {
+            case_builder cb(case_name(op, t, variant));
+            cb.in("x", t, xs, is_fp(t) ? uni(-9, 9) : ints(-1000, 1000)).in("y", t, ys, is_fp(t) ? away_from_zero(0.5, 4) : nonzero_ints(1, 9));
+            cb.op(op, {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
+            out.push_back(cb.done());
+        };
+        one("same_shape_3x341", FP32, {3, 341}, {3, 341});
+        one("broadcast_4x1x5_3x5", FP64, {4, 1, 5}, {3, 5});
+        one("scalar_y_5x7", INT32, {5, 7}, {1});
+        one("same_shape_33", INT64, {33}, {33});
+    }
+}
+
 void logic_cases(case_list& out) {
     auto bin = [&](const std::string& type, std::string_view variant, DataType t, const Shape& xs, const Shape& ys,
                    const gen& g, std::vector<Attribute> at = {}) {
@@ -1787,6 +1956,7 @@ std::vector<op_case> all_op_cases() {
     layer_norm_cases(out);
     lookup_table_cases(out);
     index_cases(out);
+    breadth_cases(out);
     logic_cases(out);
     scale_assign_cases(out);
     fill_cases(out);

@@ -323,10 +323,15 @@ DLGRAPH_BINARY(elementwise_div, "elementwise_div")
 DLGRAPH_BINARY(elementwise_max, "elementwise_max")
 DLGRAPH_BINARY(elementwise_min, "elementwise_min")
 DLGRAPH_BINARY(elementwise_pow, "elementwise_pow")
+DLGRAPH_BINARY(elementwise_mod, "elementwise_mod")
+DLGRAPH_BINARY(elementwise_floordiv, "elementwise_floordiv")
 #undef DLGRAPH_BINARY
 template <element_type T> Var<T> maximum(const Var<T>& x, const Var<T>& y) { return elementwise_max(x, y); }
 template <element_type T> Var<T> minimum(const Var<T>& x, const Var<T>& y) { return elementwise_min(x, y); }
 template <element_type T> Var<T> pow(const Var<T>& x, const Var<T>& y) { return elementwise_pow(x, y); }
+// Python's % and // (the remainder has y's sign; the quotient rounds down).
+template <element_type T> Var<T> mod(const Var<T>& x, const Var<T>& y) { return elementwise_mod(x, y); }
+template <element_type T> Var<T> floordiv(const Var<T>& x, const Var<T>& y) { return elementwise_floordiv(x, y); }
 
 // ---- comparisons, logical ops, where ------------------------------------------------
 
@@ -998,6 +1003,64 @@ template <element_type T> std::vector<Var<T>> split(const Var<T>& x, int num, in
 template <element_type T> std::vector<Var<T>> split(const Var<T>& x, std::vector<std::int64_t> sections, int axis = 0) {
     int n = static_cast<int>(sections.size());
     return detail::split_impl(x, n, {Attribute::make_ints("sections", std::move(sections)), Attribute::make_int("axis", axis)});
+}
+// The xs (one shape) joined along a new dim `axis` (Paddle's stack).
+template <element_type T> Var<T> stack(const std::vector<Var<T>>& xs, int axis = 0) {
+    if (xs.empty()) throw graph_error("dlgraph.graph.args", "stack needs at least one input");
+    std::vector<std::string> names;
+    for (auto& x : xs) {
+        detail::same_program("stack", xs[0], x);
+        names.push_back(x.name());
+    }
+    return detail::unary_out<T>("stack", detail::state_of(xs[0]), {{"X", names}}, {Attribute::make_int("axis", axis)}, "Y");
+}
+// x cut along `axis` (a known dim) into its slices, that dim dropped.
+template <element_type T> std::vector<Var<T>> unstack(const Var<T>& x, int axis = 0) {
+    const Shape s = x.shape();
+    const int a = axis < 0 ? axis + s.rank() : axis;
+    if (a < 0 || a >= s.rank() || s[a] < 0)
+        throw shape_error("dlgraph.shape.stack", "unstack: axis " + std::to_string(axis) + " of " + to_string(s) +
+                                                     " must name a dim of known size");
+    auto st = detail::state_of(x);
+    Program p(st);
+    std::vector<std::vector<std::string>> names;
+    const int n = static_cast<int>(s[a]);
+    int idx = p.append("unstack", {{"X", {x.name()}}}, {{"Y", n}},
+                       {Attribute::make_int("axis", axis), Attribute::make_int("num", n)}, &names);
+    std::vector<Var<T>> out;
+    for (auto& n2 : names[0]) out.emplace_back(st, n2, idx);
+    return out;
+}
+// x repeated repeat_times[i] times along dim i (Paddle's tile; a shorter
+// list counts from the last dim).
+template <element_type T> Var<T> tile(const Var<T>& x, std::vector<std::int64_t> repeat_times) {
+    return detail::unary_out<T>("tile", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_ints("repeat_times", std::move(repeat_times))});
+}
+// x broadcast to `shape` (Paddle's expand_v2; -1 keeps x's dim).
+template <element_type T> Var<T> expand(const Var<T>& x, std::vector<std::int64_t> shape) {
+    return detail::unary_out<T>("expand_v2", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_ints("shape", std::move(shape))});
+}
+// x with paddings[2i] elements of `value` before and paddings[2i+1] after dim i.
+template <element_type T> Var<T> pad(const Var<T>& x, std::vector<std::int64_t> paddings, double value = 0) {
+    return detail::unary_out<T>("pad", detail::state_of(x), {{"X", {x.name()}}},
+                                {Attribute::make_ints("paddings", std::move(paddings)), Attribute::make_float("pad_value", value)});
+}
+// x's slices along `axis` at `index` (INT32 or INT64 ids, [N] or [N, 1]);
+// the gradient adds repeated ids (paddle.gather: overwrite false).
+template <element_type T, class I> Var<T> gather(const Var<T>& x, const Var<I>& index, int axis = 0) {
+    auto st = detail::same_program("gather", x, index);
+    return detail::unary_out<T>("gather", st, {{"X", {x.name()}}, {"Index", {index.name()}}},
+                                {Attribute::make_bool("overwrite", false), Attribute::make_int("axis", axis)});
+}
+// x with rows ids set to updates (overwrite: the last write of a repeated id
+// stays) or, without overwrite, to the sum of their updates.
+template <element_type T, class I>
+Var<T> scatter(const Var<T>& x, const Var<I>& ids, const Var<T>& updates, bool overwrite = true) {
+    auto st = detail::same_program("scatter", x, ids, updates);
+    return detail::unary_out<T>("scatter", st, {{"X", {x.name()}}, {"Ids", {ids.name()}}, {"Updates", {updates.name()}}},
+                                {Attribute::make_bool("overwrite", overwrite)});
 }
 template <element_type U, element_type T> Var<U> cast(const Var<T>& x) {
     return detail::unary_out<U>("cast", detail::state_of(x), {{"X", {x.name()}}},

@@ -73,6 +73,11 @@ __global__ void id_fault_kernel(const void* ids, bool ids32, i64 rows, device_fa
         raise_fault(f, k::fault_code::id_out_of_range, load_id(ids, ids32, static_cast<i64>(i)), static_cast<i64>(i), rows);
 }
 
+// Only the ids' check (an output with no elements still refuses a bad id).
+__global__ void check_ids_kernel(const void* ids, bool ids32, i64 n, i64 rows, device_fault* f) {
+    for (i64 i = first_index(); i < n; i += stride_all()) id_ok(load_id(ids, ids32, i), i, rows, f);
+}
+
 template <class T>
 __global__ void lookup_table_kernel(i64 rows, i64 d, const T* w, const void* ids, bool ids32, i64 n, i64 pad, T* out,
                                     device_fault* f) {
@@ -111,13 +116,17 @@ __device__ inline void broadcast_offsets(const broadcast_strides& g, i64 i, i64&
     }
 }
 
+// Binary ops whose integer divisor of zero is a fault.
+template <class F>
+inline constexpr bool divides = std::is_same_v<F, k::div_fn> || std::is_same_v<F, k::mod_fn> || std::is_same_v<F, k::floordiv_fn>;
+
 template <class T, class F>
 __global__ void binary_kernel(i64 n, const T* x, const T* y, T* z, broadcast_strides g, F f, device_fault* fault) {
     for (i64 i = first_index(); i < n; i += stride_all()) {
         i64 ox, oy;
         broadcast_offsets(g, i, ox, oy);
         const T b = y[oy];
-        if constexpr (std::is_integral_v<T> && std::is_same_v<F, k::div_fn>)
+        if constexpr (std::is_integral_v<T> && divides<F>)
             if (b == T(0)) raise_fault(fault, k::fault_code::div_by_zero);
         z[i] = f(x[ox], b);
     }
@@ -128,7 +137,7 @@ template <class T, class F>
 __global__ void binary_flat_kernel(i64 n, const T* x, int sx, const T* y, int sy, T* z, F f, device_fault* fault) {
     for (i64 i = first_index(); i < n; i += stride_all()) {
         const T b = y[i * sy];
-        if constexpr (std::is_integral_v<T> && std::is_same_v<F, k::div_fn>)
+        if constexpr (std::is_integral_v<T> && divides<F>)
             if (b == T(0)) raise_fault(fault, k::fault_code::div_by_zero);
         z[i] = f(x[i * sx], b);
     }
@@ -242,6 +251,8 @@ template <class Visit> __host__ __device__ __forceinline__ void visit_binop(bino
         case binop::max: return v(k::max_fn{});
         case binop::min: return v(k::min_fn{});
         case binop::pow: return v(k::pow_fn{});
+        case binop::mod: return v(k::mod_fn{});
+        case binop::floordiv: return v(k::floordiv_fn{});
     }
 }
 #pragma nv_exec_check_disable
@@ -757,6 +768,99 @@ template <bool Back, class Word> __global__ void permute_kernel(i64 n, permute_w
     }
 }
 
+// ---- tile, gather, scatter -------------------------------------------------------------------
+
+template <class Word> __global__ void tile_kernel(i64 n, tile_walk w, const Word* x, Word* y) {
+    for (i64 i = first_index(); i < n; i += stride_all()) {
+        i64 rest = i, off = 0, st = 1;
+        for (int d = w.rank - 1; d >= 0; --d) {
+            off += rest % w.out_dims[d] % w.x_dims[d] * st;
+            rest /= w.out_dims[d];
+            st *= w.x_dims[d];
+        }
+        y[i] = x[off];
+    }
+}
+// A thread per element j of x: its copies in dy, the repeats counted
+// row-major (the CPU's order).
+template <class T> __global__ void tile_grad_kernel(i64 nx, tile_walk w, const T* dy, T* dx) {
+    for (i64 j = first_index(); j < nx; j += stride_all()) {
+        i64 idx[max_rank], rep[max_rank], yst[max_rank];
+        i64 rest = j, st = 1;
+        for (int d = w.rank - 1; d >= 0; --d) {
+            idx[d] = rest % w.x_dims[d];
+            rest /= w.x_dims[d];
+            rep[d] = 0;
+            yst[d] = st;
+            st *= w.out_dims[d];
+        }
+        T acc = T(0);
+        for (;;) {
+            i64 off = 0;
+            for (int d = 0; d < w.rank; ++d) off += (rep[d] * w.x_dims[d] + idx[d]) * yst[d];
+            acc += dy[off];
+            int d = w.rank - 1;
+            for (; d >= 0; --d) {
+                if (++rep[d] < w.out_dims[d] / w.x_dims[d]) break;
+                rep[d] = 0;
+            }
+            if (d < 0) break;
+        }
+        dx[j] = acc;
+    }
+}
+template <class T>
+__global__ void gather_kernel(i64 outer, i64 d, i64 inner, const T* x, const void* ids, bool ids32, i64 n, T* out,
+                              device_fault* f) {
+    for (i64 e = first_index(); e < outer * n * inner; e += stride_all()) {
+        const i64 k = e % inner, i = e / inner % n, o = e / inner / n, id = load_id(ids, ids32, i);
+        if (id_ok(id, i, d, f)) out[e] = x[(o * d + id) * inner + k];
+    }
+}
+template <class T>
+__global__ void gather_grad_kernel(i64 outer, i64 d, i64 inner, const void* ids, bool ids32, i64 n, const T* dout,
+                                   bool overwrite, T* dx, device_fault* f) {
+    for (i64 col = first_index(); col < outer * inner; col += stride_all()) {
+        const i64 o = col / inner, k = col % inner;
+        for (i64 r = 0; r < d; ++r) dx[(o * d + r) * inner + k] = T(0);
+        for (i64 i = 0; i < n; ++i) {
+            const i64 id = load_id(ids, ids32, i);
+            if (!id_ok(id, i, d, f)) continue;
+            T& g = dx[(o * d + id) * inner + k];
+            const T v = dout[(o * n + i) * inner + k];
+            g = overwrite ? v : g + v;
+        }
+    }
+}
+template <class T>
+__global__ void scatter_kernel(i64 rows, i64 inner, const void* ids, bool ids32, i64 n, const T* updates, bool overwrite,
+                               T* out, device_fault* f) {
+    for (i64 k = first_index(); k < inner; k += stride_all()) {
+        if (!overwrite)
+            for (i64 i = 0; i < n; ++i) {
+                const i64 id = load_id(ids, ids32, i);
+                if (id_ok(id, i, rows, f)) out[id * inner + k] = T(0);
+            }
+        for (i64 i = 0; i < n; ++i) {
+            const i64 id = load_id(ids, ids32, i);
+            if (!id_ok(id, i, rows, f)) continue;
+            T& o = out[id * inner + k];
+            const T v = updates[i * inner + k];
+            o = overwrite ? v : static_cast<T>(o + v);
+        }
+    }
+}
+template <class T>
+__global__ void scatter_grad_kernel(i64 rows, i64 inner, const void* ids, bool ids32, i64 n, const T* dout, T* dx,
+                                    T* dupdates, device_fault* f) {
+    for (i64 e = first_index(); e < n * inner; e += stride_all()) {
+        const i64 i = e / inner, k = e % inner, id = load_id(ids, ids32, i);
+        if (!id_ok(id, i, rows, f)) continue;
+        if (dx) dx[id * inner + k] = T(0);
+        if (dupdates) dupdates[e] = dout[id * inner + k];
+    }
+}
+
 // ---- comparisons, logical ops, where -------------------------------------------------------
 
 template <class T, class F> __global__ void compare_kernel(i64 n, const T* x, const T* y, bool* z, broadcast_strides g, F f) {
@@ -1175,6 +1279,50 @@ void one_hot(i64 n, i64 depth, const void* ids, bool ids32, bool allow, T* out, 
     if (!allow) id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, depth, f);
 }
 
+template <class Word> void tile(i64 n, const tile_walk& w, const Word* x, Word* y, stream_t s) {
+    if (n > 0) tile_kernel<<<grid_for(n), block_threads, 0, s>>>(n, w, x, y);
+}
+template <class T> void tile_grad(i64 nx, const tile_walk& w, const T* dy, T* dx, stream_t s) {
+    if (nx > 0) tile_grad_kernel<<<grid_for(nx), block_threads, 0, s>>>(nx, w, dy, dx);
+}
+template <class T>
+void gather(i64 outer, i64 d, i64 inner, const T* x, const void* ids, bool ids32, i64 n, T* out, device_fault* f,
+            stream_t s) {
+    if (n == 0) return;
+    if (outer * inner > 0) gather_kernel<<<grid_for(outer * n * inner), block_threads, 0, s>>>(outer, d, inner, x, ids, ids32, n, out, f);
+    else check_ids_kernel<<<grid_for(n), block_threads, 0, s>>>(ids, ids32, n, d, f);
+    id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, d, f);
+}
+template <class T>
+void gather_grad(i64 outer, i64 d, i64 inner, const void* ids, bool ids32, i64 n, const T* dout, bool overwrite, T* dx,
+                 device_fault* f, stream_t s) {
+    if (outer * inner > 0)
+        gather_grad_kernel<<<grid_for(outer * inner), block_threads, 0, s>>>(outer, d, inner, ids, ids32, n, dout, overwrite, dx, f);
+    else if (n > 0)
+        check_ids_kernel<<<grid_for(n), block_threads, 0, s>>>(ids, ids32, n, d, f);
+    id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, d, f);
+}
+template <class T>
+void scatter(i64 rows, i64 inner, const T* x, const void* ids, bool ids32, i64 n, const T* updates, bool overwrite,
+             T* out, device_fault* f, stream_t s) {
+    if (out != x && rows * inner > 0)
+        cudaMemcpyAsync(out, x, static_cast<std::size_t>(rows * inner) * sizeof(T), cudaMemcpyDeviceToDevice, s);
+    if (n == 0) return;
+    if (inner > 0) scatter_kernel<<<grid_for(inner), block_threads, 0, s>>>(rows, inner, ids, ids32, n, updates, overwrite, out, f);
+    else check_ids_kernel<<<grid_for(n), block_threads, 0, s>>>(ids, ids32, n, rows, f);
+    id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, rows, f);
+}
+template <class T>
+void scatter_grad(i64 rows, i64 inner, const void* ids, bool ids32, i64 n, const T* dout, T* dx, T* dupdates,
+                  device_fault* f, stream_t s) {
+    if (dx && rows * inner > 0)
+        cudaMemcpyAsync(dx, dout, static_cast<std::size_t>(rows * inner) * sizeof(T), cudaMemcpyDeviceToDevice, s);
+    if (n == 0) return;
+    if (inner > 0) scatter_grad_kernel<<<grid_for(n * inner), block_threads, 0, s>>>(rows, inner, ids, ids32, n, dout, dx, dupdates, f);
+    else check_ids_kernel<<<grid_for(n), block_threads, 0, s>>>(ids, ids32, n, rows, f);
+    id_fault_kernel<<<1, 1, 0, s>>>(ids, ids32, rows, f);
+}
+
 template <class T> void top_k(i64 rows, i64 n, i64 k, const T* x, T* values, i64* indices, stream_t s) {
     if (rows > 0 && k > 0) top_k_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, n, k, x, values, indices);
 }
@@ -1247,7 +1395,8 @@ DLGRAPH_CUDA_CAST(double)
 
 #define DLGRAPH_CUDA_WORD(W)                                                   \
     template void permute<W>(i64, const permute_walk&, const W*, W*, stream_t); \
-    template void unpermute<W>(i64, const permute_walk&, const W*, W*, stream_t);
+    template void unpermute<W>(i64, const permute_walk&, const W*, W*, stream_t); \
+    template void tile<W>(i64, const tile_walk&, const W*, W*, stream_t);
 DLGRAPH_CUDA_WORD(std::uint8_t)
 DLGRAPH_CUDA_WORD(std::uint16_t)
 DLGRAPH_CUDA_WORD(std::uint32_t)
@@ -1269,7 +1418,9 @@ template void reduce<bool>(redop, const reduce_walk&, const bool*, bool*, void*,
     template void arg_extreme<T, std::int32_t>(bool, i64, i64, i64, const T*, std::int32_t*, stream_t); \
     template void arg_extreme<T, std::int64_t>(bool, i64, i64, i64, const T*, std::int64_t*, stream_t); \
     template void cumsum<T>(i64, i64, i64, const T*, T*, bool, bool, stream_t);                         \
-    template void one_hot<T>(i64, i64, const void*, bool, bool, T*, device_fault*, stream_t);
+    template void one_hot<T>(i64, i64, const void*, bool, bool, T*, device_fault*, stream_t);                     \
+    template void gather<T>(i64, i64, i64, const T*, const void*, bool, i64, T*, device_fault*, stream_t);       \
+    template void scatter<T>(i64, i64, const T*, const void*, bool, i64, const T*, bool, T*, device_fault*, stream_t);
 DLGRAPH_CUDA_ARG(std::int32_t)
 DLGRAPH_CUDA_ARG(std::int64_t)
 DLGRAPH_CUDA_ARG(float)
@@ -1280,5 +1431,11 @@ DLGRAPH_CUDA_SELECT(float)
 DLGRAPH_CUDA_SELECT(double)
 template void where_grad<float>(i64, const bool*, const float*, float*, float*, stream_t);
 template void where_grad<double>(i64, const bool*, const double*, double*, double*, stream_t);
+#define DLGRAPH_CUDA_INDEX_GRAD(T)                                                                                      \
+    template void tile_grad<T>(i64, const tile_walk&, const T*, T*, stream_t);                                         \
+    template void gather_grad<T>(i64, i64, i64, const void*, bool, i64, const T*, bool, T*, device_fault*, stream_t); \
+    template void scatter_grad<T>(i64, i64, const void*, bool, i64, const T*, T*, T*, device_fault*, stream_t);
+DLGRAPH_CUDA_INDEX_GRAD(float)
+DLGRAPH_CUDA_INDEX_GRAD(double)
 
 }  // namespace dlgraph::cuda_kernels

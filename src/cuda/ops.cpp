@@ -606,21 +606,27 @@ struct flip_op : ops::flip_op {
     }
 };
 
-// slice: the box walked from its first element (ops::slice_op::box);
-// slice_grad: zeros, and Out@GRAD written back into the box.
-ck::permute_walk box_walk(const KernelContext& c, const Shape& in, i64& base) {
-    i64 start[max_rank], sub[max_rank], st[max_rank];
-    ops::slice_op::box(nullptr, c.attrs, in, start, sub);
-    strides_of(in, st);
+// The box of `whole` that starts at start[d] and spans sub[d] along each
+// dim, walked from its first element (at `base`).
+ck::permute_walk box_walk_of(const Shape& whole, const i64* start, const i64* sub, i64& base) {
+    i64 st[max_rank];
+    strides_of(whole, st);
     ck::permute_walk w;
-    w.rank = in.rank();
+    w.rank = whole.rank();
     base = 0;
-    for (int d = 0; d < in.rank(); ++d) {
+    for (int d = 0; d < whole.rank(); ++d) {
         w.out_dims[d] = sub[d];
         w.in_st[d] = st[d];
         base += start[d] * st[d];
     }
     return w;
+}
+// slice: the box walked from its first element (ops::slice_op::box);
+// slice_grad: zeros, and Out@GRAD written back into the box.
+ck::permute_walk box_walk(const KernelContext& c, const Shape& in, i64& base) {
+    i64 start[max_rank], sub[max_rank];
+    ops::slice_op::box(nullptr, c.attrs, in, start, sub);
+    return box_walk_of(in, start, sub, base);
 }
 struct slice_op : ops::slice_op {
     template <class T> static void compute(const KernelContext& c) {
@@ -641,6 +647,98 @@ struct slice_grad_op : ops::slice_grad_op {
         const ck::permute_walk w = box_walk(c, c.in(Input).shape(), base);
         using W = word_of<sizeof(T)>;
         ck::unpermute<W>(c.in(DOut).numel(), w, static_cast<const W*>(c.in(DOut).raw()), static_cast<W*>(dx.raw()) + base, s);
+    }
+};
+
+// pad: pad_value everywhere, then X written into its box of Out; pad_grad:
+// that box of Out@GRAD.
+struct pad_op : ops::pad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        Tensor& out = c.out(0);
+        const cudaStream_t s = stream_of(c);
+        i64 before[max_rank], after[max_rank], base = 0;
+        split(nullptr, c.attr(paddings).ints, x.rank(), before, after);
+        ck::fill<T>(out.numel(), out.data<T>(), kernels::convert<T>(c.attr(pad_value).f), s);
+        const ck::permute_walk w = box_walk_of(out.shape(), before, x.shape().begin(), base);
+        using W = word_of<sizeof(T)>;
+        ck::unpermute<W>(x.numel(), w, static_cast<const W*>(x.raw()), static_cast<W*>(out.raw()) + base, s);
+    }
+};
+struct pad_grad_op : ops::pad_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& d = c.in(DOut);
+        Tensor& dx = c.out(0);
+        i64 before[max_rank], after[max_rank], base = 0;
+        ops::pad_op::split(nullptr, c.attr(ops::pad_op::paddings).ints, d.rank(), before, after);
+        const ck::permute_walk w = box_walk_of(d.shape(), before, dx.shape().begin(), base);
+        using W = word_of<sizeof(T)>;
+        ck::permute<W>(dx.numel(), w, static_cast<const W*>(d.raw()) + base, static_cast<W*>(dx.raw()), stream_of(c));
+    }
+};
+
+// tile, expand, expand_v2 and their gradients: the op's geometry as a tile_walk.
+template <ops::tile_kind K> ck::tile_walk tile_walk_of(const KernelContext& c) {
+    i64 xd[max_rank], reps[max_rank], out[max_rank];
+    ck::tile_walk w;
+    w.rank = ops::tile_op<K>::geometry(nullptr, c.in(0).shape(), c.attr(0).ints, xd, reps, out);
+    for (int d = 0; d < w.rank; ++d) {
+        w.x_dims[d] = xd[d];
+        w.out_dims[d] = xd[d] * reps[d];
+    }
+    return w;
+}
+template <ops::tile_kind K> struct tile_op {
+    template <class T> static void compute(const KernelContext& c) {
+        using W = word_of<sizeof(T)>;
+        Tensor& y = c.out(0);
+        ck::tile<W>(y.numel(), tile_walk_of<K>(c), static_cast<const W*>(c.in(0).raw()), static_cast<W*>(y.raw()), stream_of(c));
+    }
+};
+template <ops::tile_kind K> struct tile_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        Tensor& dx = c.out(0);
+        ck::tile_grad<T>(dx.numel(), tile_walk_of<K>(c), c.in(ops::tile_op<K>::DOut).template data<T>(), dx.data<T>(),
+                         stream_of(c));
+    }
+};
+
+// gather, scatter and their gradients; Index / Ids INT32 or INT64.
+struct gather_op : ops::gather_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& idx = c.in(Index);
+        const ops::axis_split g = ops::split_at_axis(x.shape(), c.attr(axis).i);
+        ck::gather<T>(g.outer, g.d, g.inner, x.data<T>(), idx.raw(), idx.dtype() == DataType::INT32, idx.numel(),
+                      c.out(0).data<T>(), fault_of(c), stream_of(c));
+    }
+};
+struct gather_grad_op : ops::gather_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& idx = c.in(Index);
+        const ops::axis_split g = ops::split_at_axis(x.shape(), c.attr(axis).i);
+        ck::gather_grad<T>(g.outer, g.d, g.inner, idx.raw(), idx.dtype() == DataType::INT32, idx.numel(),
+                           c.in(DOut).data<T>(), c.attr(overwrite).b, c.out(0).data<T>(), fault_of(c), stream_of(c));
+    }
+};
+struct scatter_op : ops::scatter_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& ids = c.in(Ids);
+        const i64 rows = x.shape()[0], inner = rows ? x.numel() / rows : 0;
+        ck::scatter<T>(rows, inner, x.data<T>(), ids.raw(), ids.dtype() == DataType::INT32, ids.numel(),
+                       c.in(Updates).data<T>(), c.attr(overwrite).b, c.out(0).data<T>(), fault_of(c), stream_of(c));
+    }
+};
+struct scatter_grad_op : ops::scatter_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& d = c.in(DOut);
+        const Tensor& ids = c.in(Ids);
+        const i64 rows = d.shape()[0], inner = rows ? d.numel() / rows : 0;
+        ck::scatter_grad<T>(rows, inner, ids.raw(), ids.dtype() == DataType::INT32, ids.numel(), d.data<T>(),
+                            c.out_count(DX) ? c.out(DX).data<T>() : nullptr,
+                            c.out_count(DUpdates) ? c.out(DUpdates).data<T>() : nullptr, fault_of(c), stream_of(c));
     }
 };
 
@@ -778,6 +876,24 @@ template <int In, int Axis> struct split_op {
     }
 };
 
+// stack and unstack_grad: input 0's parts joined along a new dim; unstack
+// and stack_grad: input 0 cut along a dim into the outputs. Each part is
+// one index of that dim.
+struct stack_op {
+    template <class T> static void compute(const KernelContext& c) {
+        Tensor& out = c.out(0);
+        copy_parts(out.raw(), out.shape(), normal_axis(c.attr(0).i, out.rank()), sizeof(T), c.in_count(0),
+                   [&](int k) { return std::pair{const_cast<void*>(c.in(0, k).raw()), i64{1}}; }, true, stream_of(c));
+    }
+};
+struct unstack_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        copy_parts(const_cast<void*>(x.raw()), x.shape(), normal_axis(c.attr(0).i, x.rank()), sizeof(T), c.out_count(0),
+                   [&](int k) { return std::pair{c.out(0, k).raw(), i64{1}}; }, false, stream_of(c));
+    }
+};
+
 // ---- the table ------------------------------------------------------------------------------------------
 
 template <class Op> table_entry arith() { return table_of<Op, float, double, std::int32_t, std::int64_t>(); }
@@ -798,6 +914,8 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::elementwise_mul, arith<binary_op<binop::mul>>());
     set(op_id::elementwise_div, arith<binary_op<binop::div>>());
     set(op_id::elementwise_max, arith<binary_op<binop::max>>());
+    set(op_id::elementwise_mod, arith<binary_op<binop::mod>>());
+    set(op_id::elementwise_floordiv, arith<binary_op<binop::floordiv>>());
     set(op_id::elementwise_min, arith<binary_op<binop::min>>());
     set(op_id::elementwise_pow, arith<binary_op<binop::pow>>());
     set(op_id::elementwise_add_grad, floats<binary_grad_op<binop::add>>());
@@ -908,6 +1026,23 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::concat, stored<concat_op>());
     set(op_id::concat_grad, stored<split_op<ops::concat_grad_op::DOut, ops::concat_grad_op::axis>>());
     set(op_id::split, stored<split_op<ops::split_op::X, ops::split_op::axis>>());
+    set(op_id::stack, stored<stack_op>());
+    using ops::tile_kind;
+    set(op_id::tile, table_of<tile_op<tile_kind::tile>, bool, std::int32_t, i64, float, double>());
+    set(op_id::expand, table_of<tile_op<tile_kind::expand>, bool, std::int32_t, i64, float, double>());
+    set(op_id::expand_v2, table_of<tile_op<tile_kind::expand_v2>, bool, std::int32_t, i64, float, double>());
+    set(op_id::tile_grad, floats<tile_grad_op<tile_kind::tile>>());
+    set(op_id::expand_grad, floats<tile_grad_op<tile_kind::expand>>());
+    set(op_id::expand_v2_grad, floats<tile_grad_op<tile_kind::expand_v2>>());
+    set(op_id::pad, arith<pad_op>());
+    set(op_id::pad_grad, floats<pad_grad_op>());
+    set(op_id::gather, arith<gather_op>());
+    set(op_id::gather_grad, floats<gather_grad_op>());
+    set(op_id::scatter, arith<scatter_op>());
+    set(op_id::scatter_grad, floats<scatter_grad_op>());
+    set(op_id::unstack, stored<unstack_op>());
+    set(op_id::stack_grad, floats<unstack_op>());
+    set(op_id::unstack_grad, floats<stack_op>());
     set(op_id::flip, stored<flip_op>());
     set(op_id::flatten_contiguous_range, stored<copy_op<ops::flatten_contiguous_range_op::X>>());  // XShape: no elements
     set(op_id::flatten_contiguous_range_grad, stored<copy_op<ops::flatten_contiguous_range_grad_op::DOut>>());

@@ -88,17 +88,25 @@ template <class F, int Arity> Fusible fusible_of() {
 template <class Fn> struct elementwise_binary {
     enum { X = 0, Y = 1 };
     enum { axis = 0 };
+    // mod and floordiv: scalar loops (their functors have no vector form).
+    static constexpr bool scalar_only = std::is_same_v<Fn, kernels::mod_fn> || std::is_same_v<Fn, kernels::floordiv_fn>;
     template <class T> static void compute(cpu, const KernelContext& c) {
-        if constexpr (std::is_integral_v<T> && std::is_same_v<Fn, kernels::div_fn>) {
+        if constexpr (std::is_integral_v<T> && (scalar_only || std::is_same_v<Fn, kernels::div_fn>)) {
             // Every element of Y divides some element of a non-empty output.
             if (c.out(0).numel() > 0 && kernels::find_zero(c.in(Y).template data<T>(), c.in(Y).numel()))
                 return c.fault->raise(fault_code::div_by_zero);
         }
-        broadcast_apply<T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0), Fn{});
+        if constexpr (scalar_only)
+            broadcast_each<T, T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0),
+                                 [](std::int64_t n, const T* x, int sx, const T* y, int sy, T* z) {
+                                     for (std::int64_t i = 0; i < n; ++i) z[i] = Fn{}(x[i * sx], y[i * sy]);
+                                 });
+        else
+            broadcast_apply<T>(c.in(X), c.in(Y), c.attr(axis).i, c.out(0), Fn{});
     }
     static void attach(OpDef& d) {
         d.kernels = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
-        if constexpr (!std::is_same_v<Fn, kernels::pow_fn>) d.fusible = fusible_of<Fn, 2>();
+        if constexpr (!std::is_same_v<Fn, kernels::pow_fn> && !scalar_only) d.fusible = fusible_of<Fn, 2>();
     }
 };
 
@@ -234,6 +242,8 @@ inline void elementwise_div_kernels(OpDef& d) { elementwise_binary<kernels::div_
 inline void elementwise_max_kernels(OpDef& d) { elementwise_binary<kernels::max_fn>::attach(d); }
 inline void elementwise_min_kernels(OpDef& d) { elementwise_binary<kernels::min_fn>::attach(d); }
 inline void elementwise_pow_kernels(OpDef& d) { elementwise_binary<kernels::pow_fn>::attach(d); }
+inline void elementwise_mod_kernels(OpDef& d) { elementwise_binary<kernels::mod_fn>::attach(d); }
+inline void elementwise_floordiv_kernels(OpDef& d) { elementwise_binary<kernels::floordiv_fn>::attach(d); }
 inline void elementwise_add_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::add_fn>::attach(d); }
 inline void elementwise_sub_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::sub_fn>::attach(d); }
 inline void elementwise_mul_grad_kernels(OpDef& d) { elementwise_binary_grad<kernels::mul_fn>::attach(d); }

@@ -73,4 +73,63 @@ inline void lookup_table_v2_grad_kernels(OpDef& d) {
 inline void one_hot_kernels(OpDef& d) { d.kernels = cpu_kernels<one_hot_op<false>, std::int32_t, std::int64_t>(); }
 inline void one_hot_v2_kernels(OpDef& d) { d.kernels = cpu_kernels<one_hot_op<true>, std::int32_t, std::int64_t>(); }
 
+// gather and scatter with Index/Ids as their integer type.
+template <class F> kernels::fault with_index(const Tensor& ids, F f) {
+    if (ids.dtype() == DataType::INT32) return f(ids.data<std::int32_t>());
+    return f(ids.data<std::int64_t>());
+}
+
+struct gather_op : ops::gather_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& idx = c.in(Index);
+        const ops::axis_split g = ops::split_at_axis(x.shape(), c.attr(axis).i);
+        T* out = c.out(0).data<T>();
+        c.fault->raise(with_index(idx, [&](const auto* id) {
+            return kernels::gather(x.data<T>(), g.outer, g.d, g.inner, id, idx.numel(), out);
+        }));
+    }
+};
+struct gather_grad_op : ops::gather_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& idx = c.in(Index);
+        const ops::axis_split g = ops::split_at_axis(x.shape(), c.attr(axis).i);
+        const T* dout = c.in(DOut).data<T>();
+        T* dx = c.out(0).data<T>();
+        c.fault->raise(with_index(idx, [&](const auto* id) {
+            return kernels::gather_grad(id, idx.numel(), dout, g.outer, g.d, g.inner, c.attr(overwrite).b, dx);
+        }));
+    }
+};
+struct scatter_op : ops::scatter_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const Tensor& ids = c.in(Ids);
+        const std::int64_t rows = x.shape()[0], inner = rows ? x.numel() / rows : 0;
+        const T* upd = c.in(Updates).data<T>();
+        T* out = c.out(0).data<T>();
+        c.fault->raise(with_index(ids, [&](const auto* id) {
+            return kernels::scatter(x.data<T>(), rows, inner, id, ids.numel(), upd, c.attr(overwrite).b, out);
+        }));
+    }
+};
+struct scatter_grad_op : ops::scatter_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& d = c.in(DOut);
+        const Tensor& ids = c.in(Ids);
+        const std::int64_t rows = d.shape()[0], inner = rows ? d.numel() / rows : 0;
+        T* dx = c.out_count(DX) ? c.out(DX).data<T>() : nullptr;
+        T* du = c.out_count(DUpdates) ? c.out(DUpdates).data<T>() : nullptr;
+        c.fault->raise(with_index(ids, [&](const auto* id) {
+            return kernels::scatter_grad(id, ids.numel(), d.data<T>(), rows, inner, dx, du);
+        }));
+    }
+};
+
+inline void gather_kernels(OpDef& d) { d.kernels = cpu_kernels<gather_op, float, double, std::int32_t, std::int64_t>(); }
+inline void gather_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<gather_grad_op, float, double>(); }
+inline void scatter_kernels(OpDef& d) { d.kernels = cpu_kernels<scatter_op, float, double, std::int32_t, std::int64_t>(); }
+inline void scatter_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<scatter_grad_op, float, double>(); }
+
 }  // namespace dlgraph::cpu_ops

@@ -92,8 +92,9 @@ struct transpose_op : ops::transpose_op {
 };
 
 // Joins the inputs `x(k)` (k < n) along dim a into `y` of shape ys, a run
-// of parts_per_call inputs per call of the core.
-template <class T, class X> void concat_parts(int n, X x, int a, const Shape& ys, T* y) {
+// of parts_per_call inputs per call of the core; `stacked`: each input is
+// one index of that dim (stack), without the dim itself.
+template <class T, class X> void concat_parts(int n, X x, int a, const Shape& ys, T* y, bool stacked = false) {
     if (ys.numel() == 0) return;
     const std::int64_t outer = ops::dim_product(ys, 0, a), inner = ops::dim_product(ys, a + 1, ys.rank());
     const T* xs[parts_per_call];
@@ -105,7 +106,7 @@ template <class T, class X> void concat_parts(int n, X x, int a, const Shape& ys
         for (int j = 0; j < m; ++j) {
             const Tensor& t = x(k0 + j);
             xs[j] = t.data<T>();
-            dims[j] = t.shape()[a];
+            dims[j] = stacked ? 1 : t.shape()[a];
             width += dims[j];
         }
         kernels::concat(outer, inner, m, xs, dims, y + at * inner, ys[a] * inner);
@@ -113,8 +114,9 @@ template <class T, class X> void concat_parts(int n, X x, int a, const Shape& ys
     }
 }
 
-// Cuts `x` of shape xs along dim a into the outputs `y(k)` (k < n).
-template <class T, class Y> void split_parts(const T* x, int a, const Shape& xs, int n, Y y) {
+// Cuts `x` of shape xs along dim a into the outputs `y(k)` (k < n);
+// `stacked`: each output is one index of that dim (unstack).
+template <class T, class Y> void split_parts(const T* x, int a, const Shape& xs, int n, Y y, bool stacked = false) {
     if (xs.numel() == 0) return;
     const std::int64_t outer = ops::dim_product(xs, 0, a), inner = ops::dim_product(xs, a + 1, xs.rank());
     T* ys[parts_per_call];
@@ -126,7 +128,7 @@ template <class T, class Y> void split_parts(const T* x, int a, const Shape& xs,
         for (int j = 0; j < m; ++j) {
             Tensor& t = y(k0 + j);
             ys[j] = t.data<T>();
-            dims[j] = t.shape()[a];
+            dims[j] = stacked ? 1 : t.shape()[a];
             width += dims[j];
         }
         kernels::split(outer, inner, m, x + at * inner, xs[a] * inner, ys, dims);
@@ -155,6 +157,63 @@ struct split_op : ops::split_op {
         const Tensor& x = c.in(X);
         split_parts<T>(x.data<T>(), normal_axis(c.attr(axis).i, x.rank()), x.shape(), c.out_count(0),
                        [&](int k) -> Tensor& { return c.out(0, k); });
+    }
+};
+
+// stack and unstack_grad join input 0's parts along a new dim; unstack and
+// stack_grad cut input 0 along a dim into the outputs.
+struct stack_op : ops::stack_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& out = c.out(0);
+        concat_parts<T>(c.in_count(0), [&](int k) -> const Tensor& { return c.in(0, k); },
+                        normal_axis(c.attr(axis).i, out.rank()), out.shape(), out.data<T>(), true);
+    }
+};
+struct unstack_op : ops::unstack_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(0);
+        split_parts<T>(x.data<T>(), normal_axis(c.attr(axis).i, x.rank()), x.shape(), c.out_count(0),
+                       [&](int k) -> Tensor& { return c.out(0, k); }, true);
+    }
+};
+
+// tile, expand, expand_v2 and their gradients: the repeats of each dim from
+// the op's geometry, then the core's tile or tile_grad.
+template <ops::tile_kind K> struct tile_op : ops::tile_op<K> {
+    using base = ops::tile_op<K>;
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(base::X);
+        std::int64_t xd[max_rank], reps[max_rank], out[max_rank];
+        const int r = base::geometry(nullptr, x.shape(), c.attr(0).ints, xd, reps, out);
+        kernels::tile(x.data<T>(), xd, reps, r, c.out(0).data<T>());
+    }
+};
+template <ops::tile_kind K> struct tile_grad_op : ops::tile_op<K> {
+    using base = ops::tile_op<K>;
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        std::int64_t xd[max_rank], reps[max_rank], out[max_rank];
+        const int r = base::geometry(nullptr, c.in(base::X).shape(), c.attr(0).ints, xd, reps, out);
+        kernels::tile_grad(c.in(base::DOut).template data<T>(), xd, reps, r, c.out(0).data<T>());
+    }
+};
+
+struct pad_op : ops::pad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        Tensor& out = c.out(0);
+        std::int64_t before[max_rank], after[max_rank];
+        split(nullptr, c.attr(paddings).ints, x.rank(), before, after);
+        kernels::pad(x.data<T>(), x.shape().begin(), x.rank(), before, out.shape().begin(),
+                     kernels::convert<T>(c.attr(pad_value).f), out.data<T>());
+    }
+};
+struct pad_grad_op : ops::pad_grad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const Tensor& d = c.in(DOut);
+        Tensor& dx = c.out(0);
+        std::int64_t before[max_rank], after[max_rank];
+        ops::pad_op::split(nullptr, c.attr(ops::pad_op::paddings).ints, d.rank(), before, after);
+        kernels::slice_box<false, T>(d.data<T>(), d.shape().begin(), d.rank(), before, dx.shape().begin(), dx.data<T>());
     }
 };
 
@@ -217,6 +276,22 @@ inline void slice_grad_kernels(OpDef& d) { d.kernels = copy_kernels<slice_grad_o
 inline void concat_kernels(OpDef& d) { d.kernels = copy_kernels<concat_op>(); }
 inline void concat_grad_kernels(OpDef& d) { d.kernels = copy_kernels<concat_grad_op>(); }
 inline void split_kernels(OpDef& d) { d.kernels = copy_kernels<split_op>(); }
+inline void stack_kernels(OpDef& d) { d.kernels = copy_kernels<stack_op>(); }
+inline void stack_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<unstack_op, float, double>(); }
+inline void unstack_kernels(OpDef& d) { d.kernels = copy_kernels<unstack_op>(); }
+inline void unstack_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<stack_op, float, double>(); }
+template <ops::tile_kind K> void tile_family_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<tile_op<K>, bool, std::int32_t, std::int64_t, float, double>();
+}
+template <ops::tile_kind K> void tile_family_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<tile_grad_op<K>, float, double>(); }
+inline void tile_kernels(OpDef& d) { tile_family_kernels<ops::tile_kind::tile>(d); }
+inline void tile_grad_kernels(OpDef& d) { tile_family_grad_kernels<ops::tile_kind::tile>(d); }
+inline void expand_kernels(OpDef& d) { tile_family_kernels<ops::tile_kind::expand>(d); }
+inline void expand_grad_kernels(OpDef& d) { tile_family_grad_kernels<ops::tile_kind::expand>(d); }
+inline void expand_v2_kernels(OpDef& d) { tile_family_kernels<ops::tile_kind::expand_v2>(d); }
+inline void expand_v2_grad_kernels(OpDef& d) { tile_family_grad_kernels<ops::tile_kind::expand_v2>(d); }
+inline void pad_kernels(OpDef& d) { d.kernels = cpu_kernels<pad_op, float, double, std::int32_t, std::int64_t>(); }
+inline void pad_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<pad_grad_op, float, double>(); }
 inline void cast_kernels(OpDef& d) {
     d.kernels = cpu_kernels<cast_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
 }

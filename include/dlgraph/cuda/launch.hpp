@@ -34,7 +34,7 @@ struct device_fault {
     unsigned long long first_row;
 };
 
-enum class binop : int { add, sub, mul, div, max, min, pow };
+enum class binop : int { add, sub, mul, div, max, min, pow, mod, floordiv };
 enum class unop : int {
     relu, sigmoid, tanh, exp, log, sqrt, abs, square,
     softsign, sin, cos, reciprocal, rsqrt, floor, ceil, round, sign, gelu, gelu_tanh,
@@ -237,6 +237,36 @@ struct permute_walk {
 };
 template <class Word> void permute(std::int64_t n, const permute_walk& w, const Word* x, Word* y, stream_t s);
 template <class Word> void unpermute(std::int64_t n, const permute_walk& w, const Word* x, Word* y, stream_t s);
+
+// tile, expand, expand_v2: y = x repeated along each dim (i walks Y's dims
+// row-major; x's element is at each index mod x_dims[d]), moved as Words
+// as permute; and the gradient, dx[j] = the sum of dy's copies of x's
+// element j in dy's order (kernels::tile_grad's bits), a thread per j.
+struct tile_walk {
+    int rank = 0;
+    std::int64_t out_dims[max_rank] = {}, x_dims[max_rank] = {};
+};
+template <class Word> void tile(std::int64_t n, const tile_walk& w, const Word* x, Word* y, stream_t s);
+template <class T> void tile_grad(std::int64_t nx, const tile_walk& w, const T* dy, T* dx, stream_t s);
+// gather along the middle dim d of [outer, d, inner] at n ids (int32 when
+// ids32, else int64), and its gradient (dx = 0, then each id's slice added,
+// or with overwrite assigned, in order: a thread per (outer, inner)
+// column); scatter into rows of `inner` (out = x first, unless x is out),
+// the updates in order a thread per column, and its gradient (dx, dupd may
+// be null). An id out of [0, d) records fault id_out_of_range (the lowest
+// position's).
+template <class T>
+void gather(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, const void* ids, bool ids32,
+            std::int64_t n, T* out, device_fault* f, stream_t s);
+template <class T>
+void gather_grad(std::int64_t outer, std::int64_t d, std::int64_t inner, const void* ids, bool ids32, std::int64_t n,
+                 const T* dout, bool overwrite, T* dx, device_fault* f, stream_t s);
+template <class T>
+void scatter(std::int64_t rows, std::int64_t inner, const T* x, const void* ids, bool ids32, std::int64_t n,
+             const T* updates, bool overwrite, T* out, device_fault* f, stream_t s);
+template <class T>
+void scatter_grad(std::int64_t rows, std::int64_t inner, const void* ids, bool ids32, std::int64_t n, const T* dout,
+                  T* dx, T* dupdates, device_fault* f, stream_t s);
 
 // Along the middle dim d of [outer, d, inner] (kernels/reduce.hpp's, the
 // same order and bits, a thread per (outer, inner) line): the position of

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -71,6 +72,44 @@ struct pow_fn {
     template <class V> DLGRAPH_HD V operator()(V a, V b) const { return vm::pow(a, b); }
     template <class V> DLGRAPH_HD V dx(V x, V y, V, V d) const { return d * y * vm::pow(x, y - V(1)); }
     template <class V> DLGRAPH_HD V dy(V x, V, V out, V d) const { return d * out * vm::log(x); }
+};
+
+// Paddle's elementwise_mod and elementwise_floordiv, Python's rounding: the
+// remainder takes the divisor's sign, the quotient rounds toward -inf. On
+// integers a divisor of 0 is a fault the caller finds first (find_zero) and
+// -1 is answered without dividing (INT_MIN % -1 traps); floats follow fmod
+// and floor(a / b), as Paddle's kernels. Scalar only (no vector path); the
+// gradients exist for a device's shared visitors, and no grad op uses them.
+struct mod_fn {
+    static constexpr bool grad_reads_out = false;
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const {
+        V r;
+        if constexpr (std::is_integral_v<V>) {
+            if (b == 0 || b == -1) return 0;
+            r = static_cast<V>(a % b);
+        } else {
+            r = std::fmod(a, b);
+        }
+        return r != V(0) && ((r < V(0)) != (b < V(0))) ? static_cast<V>(r + b) : r;
+    }
+    template <class V> DLGRAPH_HD V dx(V, V, V, V d) const { return d; }
+    template <class V> DLGRAPH_HD V dy(V x, V y, V, V d) const { return -d * floordiv(x, y); }
+    template <class V> DLGRAPH_HD static V floordiv(V a, V b) {
+        if constexpr (std::is_integral_v<V>) {
+            if (b == -1) return static_cast<V>(std::make_unsigned_t<V>(0) - static_cast<std::make_unsigned_t<V>>(a));
+            if (b == 0) return 0;
+            const V q = static_cast<V>(a / b);
+            return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<V>(q - 1) : q;
+        } else {
+            return std::floor(a / b);
+        }
+    }
+};
+struct floordiv_fn {
+    static constexpr bool grad_reads_out = false;
+    template <class V> DLGRAPH_HD V operator()(V a, V b) const { return mod_fn::floordiv(a, b); }
+    template <class V> DLGRAPH_HD V dx(V, V, V, V) const { return V(0); }
+    template <class V> DLGRAPH_HD V dy(V, V, V, V) const { return V(0); }
 };
 
 struct relu_fn {

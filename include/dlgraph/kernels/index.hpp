@@ -81,4 +81,83 @@ inline fault one_hot(const I* ids, N n_, D depth_, bool allow_out_of_range, T* o
     return {};
 }
 
+// ---- gather and scatter ----------------------------------------------------------------------
+//
+// Both view X as [outer, d, inner] around an axis (scatter: axis 0, outer 1)
+// and move rows of `inner` elements picked by n ids. Every id is checked
+// first (outside [0, d) is the fault id_out_of_range) and nothing is written
+// when one is bad.
+
+// out[o, i, :] = x[o, idx[i], :] for o < outer, i < n.
+template <class T, class I>
+inline fault gather(const T* x, std::int64_t outer, std::int64_t d, std::int64_t inner, const I* idx, std::int64_t n,
+                    T* out) noexcept {
+    if (const fault f = check_ids(idx, n, d, no_padding)) return f;
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < n; ++i)
+            if (inner > 0)
+                std::memcpy(out + (o * n + i) * inner, x + (o * d + static_cast<std::int64_t>(idx[i])) * inner,
+                            static_cast<std::size_t>(inner) * sizeof(T));
+    return {};
+}
+
+// gather's gradient: dx = 0, then dx[o, idx[i], :] += dout[o, i, :] in
+// order of i, or, with overwrite (Paddle's attribute), = (the last i wins).
+template <class T, class I>
+inline fault gather_grad(const I* idx, std::int64_t n, const T* dout, std::int64_t outer, std::int64_t d,
+                         std::int64_t inner, bool overwrite, T* dx) noexcept {
+    if (const fault f = check_ids(idx, n, d, no_padding)) return f;
+    for (std::int64_t k = 0; k < outer * d * inner; ++k) dx[k] = T(0);
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < n; ++i) {
+            T* g = dx + (o * d + static_cast<std::int64_t>(idx[i])) * inner;
+            const T* s = dout + (o * n + i) * inner;
+            if (overwrite)
+                for (std::int64_t k = 0; k < inner; ++k) g[k] = s[k];
+            else
+                for (std::int64_t k = 0; k < inner; ++k) g[k] += s[k];
+        }
+    return {};
+}
+
+// out = x (rows of `inner`, `rows` of them), then row ids[i] of out gets
+// updates[i]: with overwrite in order of i (the last write stays), else the
+// rows named by ids are zeroed and every update added in order (Paddle's
+// scatter). out may be x itself.
+template <class T, class I>
+inline fault scatter(const T* x, std::int64_t rows, std::int64_t inner, const I* ids, std::int64_t n, const T* updates,
+                     bool overwrite, T* out) noexcept {
+    if (const fault f = check_ids(ids, n, rows, no_padding)) return f;
+    if (out != x && rows * inner > 0) std::memcpy(out, x, static_cast<std::size_t>(rows * inner) * sizeof(T));
+    if (!overwrite)
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t k = 0; k < inner; ++k) out[static_cast<std::int64_t>(ids[i]) * inner + k] = T(0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        T* o = out + static_cast<std::int64_t>(ids[i]) * inner;
+        const T* u = updates + i * inner;
+        if (overwrite)
+            for (std::int64_t k = 0; k < inner; ++k) o[k] = u[k];
+        else
+            for (std::int64_t k = 0; k < inner; ++k) o[k] += u[k];
+    }
+    return {};
+}
+
+// scatter's gradient as Paddle computes it: dx = dout with the rows named
+// by ids zeroed, dupdates[i] = dout[ids[i]] (each may be null).
+template <class T, class I>
+inline fault scatter_grad(const I* ids, std::int64_t n, const T* dout, std::int64_t rows, std::int64_t inner, T* dx,
+                          T* dupdates) noexcept {
+    if (const fault f = check_ids(ids, n, rows, no_padding)) return f;
+    if (dx) {
+        if (rows * inner > 0) std::memcpy(dx, dout, static_cast<std::size_t>(rows * inner) * sizeof(T));
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t k = 0; k < inner; ++k) dx[static_cast<std::int64_t>(ids[i]) * inner + k] = T(0);
+    }
+    if (dupdates)
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t k = 0; k < inner; ++k) dupdates[i * inner + k] = dout[static_cast<std::int64_t>(ids[i]) * inner + k];
+    return {};
+}
+
 }  // namespace dlgraph::kernels

@@ -92,6 +92,88 @@ inline void slice_box(std::conditional_t<Back, T*, const T*> x, const std::int64
     }
 }
 
+// ---- tile (tile, expand, expand_v2) and its gradient -----------------------------------------
+//
+// y = x repeated reps[i] times along each dim i: x has `rank` dims xd
+// (row-major), y has dims xd[i] * reps[i] and y[..., k_i, ...] =
+// x[..., k_i mod xd[i], ...]. Each dim's first copy is written (recursing
+// inward), then doubled in place, so a kernel makes O(log reps) memcpys per
+// block. y must not alias x.
+namespace shape_detail {
+template <class T> inline void double_block(T* y, std::int64_t block, std::int64_t total) noexcept {
+    for (std::int64_t filled = block; filled < total;) {
+        const std::int64_t n = filled < total - filled ? filled : total - filled;
+        copy_elements(y, n, y + filled);
+        filled += n;
+    }
+}
+template <class T>
+inline void tile_at(int i, int rank, const T* x, const std::int64_t* xd, const std::int64_t* reps, const std::int64_t* xs,
+                    const std::int64_t* ys, T* y) noexcept {
+    if (i == rank - 1) copy_elements(x, xd[i], y);
+    else
+        for (std::int64_t j = 0; j < xd[i]; ++j) tile_at(i + 1, rank, x + j * xs[i], xd, reps, xs, ys, y + j * ys[i]);
+    double_block(y, xd[i] * ys[i], xd[i] * ys[i] * reps[i]);
+}
+template <class T>
+inline void tile_grad_at(int i, int rank, const T* dy, const std::int64_t* xd, const std::int64_t* reps,
+                         const std::int64_t* xs, const std::int64_t* ys, T* dx) noexcept {
+    const std::int64_t block = xd[i] * ys[i];
+    for (std::int64_t r = 0; r < reps[i]; ++r) {
+        const T* d = dy + r * block;
+        if (i == rank - 1)
+            for (std::int64_t j = 0; j < xd[i]; ++j) dx[j] += d[j];
+        else
+            for (std::int64_t j = 0; j < xd[i]; ++j) tile_grad_at(i + 1, rank, d + j * ys[i], xd, reps, xs, ys, dx + j * xs[i]);
+    }
+}
+// x's and y's strides; false when y is empty.
+inline bool tile_strides(const std::int64_t* xd, const std::int64_t* reps, int rank, std::int64_t* xs, std::int64_t* ys) noexcept {
+    std::int64_t sx = 1, sy = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+        xs[i] = sx;
+        ys[i] = sy;
+        sx *= xd[i];
+        sy *= xd[i] * reps[i];
+    }
+    return sy > 0;
+}
+}  // namespace shape_detail
+
+template <class T>
+inline void tile(const T* x, const std::int64_t* xd, const std::int64_t* reps, int rank, T* y) noexcept {
+    std::int64_t xs[max_rank] = {}, ys[max_rank] = {};
+    if (rank == 0) y[0] = x[0];
+    else if (shape_detail::tile_strides(xd, reps, rank, xs, ys)) shape_detail::tile_at(0, rank, x, xd, reps, xs, ys, y);
+}
+
+// dx = the sum of dy's copies of each element of x (tile's gradient): dx has
+// dims xd, dy dims xd[i] * reps[i]. Each element adds its copies in dy's
+// order, so the bits do not depend on threads.
+template <class T>
+inline void tile_grad(const T* dy, const std::int64_t* xd, const std::int64_t* reps, int rank, T* dx) noexcept {
+    std::int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= xd[i];
+    for (std::int64_t k = 0; k < n; ++k) dx[k] = T(0);
+    std::int64_t xs[max_rank] = {}, ys[max_rank] = {};
+    if (rank == 0) dx[0] = dy[0];
+    else if (shape_detail::tile_strides(xd, reps, rank, xs, ys)) shape_detail::tile_grad_at(0, rank, dy, xd, reps, xs, ys, dx);
+}
+
+// ---- pad -----------------------------------------------------------------------------------
+//
+// y = x with before[i] elements of `value` before it and after it along each
+// dim (y's dims ydims are xd[i] + before[i] + after[i]); its gradient is the
+// box of dy that x fills (slice_box).
+template <class T>
+inline void pad(const T* x, const std::int64_t* xd, int rank, const std::int64_t* before, const std::int64_t* ydims, T value,
+                T* y) noexcept {
+    std::int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= ydims[i];
+    for (std::int64_t k = 0; k < n; ++k) y[k] = value;
+    slice_box<true, T>(y, ydims, rank, before, xd, x);
+}
+
 // ---- transpose ---------------------------------------------------------------------------
 
 // y = x with dims permuted: x has `rank` dims `dims` (row-major), y dim i is

@@ -114,6 +114,19 @@ inline OpDef elementwise_div_def() {
 }
 inline OpDef elementwise_max_def() { return elementwise_binary<kernels::max_fn>::make("elementwise_max", "elementwise_max_grad", "Out = max(X, Y)"); }
 inline OpDef elementwise_min_def() { return elementwise_binary<kernels::min_fn>::make("elementwise_min", "elementwise_min_grad", "Out = min(X, Y)"); }
+// No gradient, as in Paddle; an integer divisor of zero is an error.
+inline OpDef elementwise_mod_def() {
+    OpDef d = elementwise_binary<kernels::mod_fn>::make("elementwise_mod", "", "Out = X mod Y (the sign of Y)");
+    d.grad_spec = {};
+    d.may_fail = true;
+    return d;
+}
+inline OpDef elementwise_floordiv_def() {
+    OpDef d = elementwise_binary<kernels::floordiv_fn>::make("elementwise_floordiv", "", "Out = floor(X / Y)");
+    d.grad_spec = {};
+    d.may_fail = true;
+    return d;
+}
 inline OpDef elementwise_pow_def() { return elementwise_binary<kernels::pow_fn>::make("elementwise_pow", "elementwise_pow_grad", "Out = X ^ Y"); }
 
 // ---- unary ops ------------------------------------------------------------------

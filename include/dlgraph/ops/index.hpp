@@ -164,4 +164,115 @@ template <bool V2> OpDef one_hot_def_of() {
 inline OpDef one_hot_def() { return one_hot_def_of<false>(); }
 inline OpDef one_hot_v2_def() { return one_hot_def_of<true>(); }
 
+// ---- gather, scatter ----------------------------------------------------------------------------
+//
+// Index/Ids: INT32 or INT64, [N] or [N, 1]. An id outside the dim it picks
+// from is an error ([dlgraph.value.id]), found before anything is written.
+
+// The N of an index input, checking its dtype and shape.
+inline std::int64_t index_count(const InferContext& c, int slot, const std::string& name) {
+    c.dtype_in(slot, {DataType::INT64, DataType::INT32});
+    const Shape& s = c.shape(slot);
+    if (!(s.rank() == 1 || (s.rank() == 2 && dims_agree(s[1], 1))))
+        c.fail("dlgraph.shape.index", name + " is " + to_string(s) + ": it must be [N] or [N, 1]");
+    return s[0];
+}
+
+// gather: Out = X's rows along `axis` picked by Index (Out's dim axis is N).
+// gather_grad (X, Index, Out@GRAD -> X@GRAD) adds each row back, or assigns
+// it with `overwrite` (Paddle's attribute, true unless given; paddle.gather
+// sets it false, as the builder does; with repeated ids only false gives
+// the true gradient). Deviation: the Axis tensor input is not supported.
+struct gather_op {
+    enum { X = 0, Index = 1, DOut = 2 };
+    enum { overwrite = 0, axis = 1 };
+    static Shape out_shape(const InferContext& c) {
+        c.dtype_in(X, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
+        const std::int64_t n = index_count(c, Index, "Index");
+        Shape out = c.shape(X);
+        out[infer_axis(c, c.attr(axis).i, out, "X")] = n;
+        if (out.known()) checked_numel(c, out, "gather's Out dims");
+        return out;
+    }
+    static void infer(const InferContext& c) { c.set(0, c.dtype(X), out_shape(c)); }
+    static void infer_grad(const InferContext& c) {
+        c.same_dtype({X, DOut});
+        check_grad_shape(c, out_shape(c), DOut, "Out@GRAD");
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+};
+inline std::vector<AttrDef> gather_attrs() {
+    return {{"overwrite", Attribute::make_bool("overwrite", true)}, {"axis", Attribute::make_int("axis", 0)}};
+}
+inline OpDef gather_def() {
+    OpDef d{"gather", {{"X"}, {"Index"}}, {{"Out"}}, gather_attrs(), &gather_op::infer};
+    d.may_fail = true;  // an id out of range
+    d.doc = "Out = X's slices along axis at Index";
+    d.no_grad_inputs = {"Index"};
+    d.grad_spec = {"gather_grad", {"X", "Index"}, {}, {"X"}, {"Out"}};
+    return d;
+}
+inline OpDef gather_grad_def() {
+    OpDef d{"gather_grad", {{"X"}, {"Index"}, {"Out@GRAD"}}, {{"X@GRAD"}}, gather_attrs(), &gather_op::infer_grad};
+    d.may_fail = true;
+    d.doc = "X@GRAD = 0, then X@GRAD's slices at Index += (or, with overwrite, =) Out@GRAD's";
+    return d;
+}
+
+// scatter: Out = X with its rows (dim 0) at Ids replaced by Updates [N,
+// X's other dims...]: with overwrite (the default) in order, the last write
+// staying; else the rows at Ids are zeroed and every update is added.
+// scatter_grad (Ids, Updates, Out@GRAD -> X@GRAD, Updates@GRAD) is Paddle's:
+// X@GRAD = Out@GRAD with the rows at Ids zeroed, Updates@GRAD = Out@GRAD's
+// rows at Ids (with overwrite and repeated ids, an overwritten update gets
+// a gradient too, as in Paddle).
+struct scatter_op {
+    enum { X = 0, Ids = 1, Updates = 2 };
+    enum { overwrite = 0 };
+    // Checks Ids and Updates against X's shape `xs` (Updates' dtype: `t`).
+    static void check(const InferContext& c, int ids, int updates, const Shape& xs, DataType t) {
+        const std::int64_t n = index_count(c, ids, "Ids");
+        if (c.dtype(updates) != t)
+            c.fail_type("X is " + to_string(t) + " but Updates is " + to_string(c.dtype(updates)));
+        const Shape& u = c.shape(updates);
+        bool ok = xs.rank() >= 1 && u.rank() == xs.rank() && dims_agree(u[0], n);
+        for (int i = 1; ok && i < u.rank(); ++i) ok = dims_agree(u[i], xs[i]);
+        if (!ok)
+            c.fail("dlgraph.shape.scatter", "X is " + to_string(xs) + ", Ids " + to_string(c.shape(ids)) + " and Updates " +
+                                                to_string(u) + ": Updates must be [N, X's dims after the first]");
+    }
+    static void infer(const InferContext& c) {
+        c.dtype_in(X, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
+        check(c, Ids, Updates, c.shape(X), c.dtype(X));
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+};
+inline OpDef scatter_def() {
+    OpDef d{"scatter", {{"X"}, {"Ids"}, {"Updates"}}, {{"Out"}}, {{"overwrite", Attribute::make_bool("overwrite", true)}},
+            &scatter_op::infer};
+    d.may_fail = true;
+    d.doc = "Out = X with rows Ids set to (or, without overwrite, the sum of) Updates";
+    d.no_grad_inputs = {"Ids"};
+    d.grad_spec = {"scatter_grad", {"Ids", "Updates"}, {}, {"X", "Updates"}, {"Out"}};
+    return d;
+}
+struct scatter_grad_op {
+    enum { Ids = 0, Updates = 1, DOut = 2 };
+    enum { DX = 0, DUpdates = 1 };
+    static void infer(const InferContext& c) {
+        c.dtype_in(DOut, {DataType::FP32, DataType::FP64});
+        scatter_op::check(c, Ids, Updates, c.shape(DOut), c.dtype(DOut));
+        if (c.out_count(DX)) c.set(DX, c.dtype(DOut), c.shape(DOut));
+        if (c.out_count(DUpdates)) c.set(DUpdates, c.dtype(DOut), c.shape(Updates));
+    }
+};
+inline OpDef scatter_grad_def() {
+    OpDef d{"scatter_grad", {{"Ids"}, {"Updates"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Updates@GRAD", false, true}},
+            {{"overwrite", Attribute::make_bool("overwrite", true)}}, &scatter_grad_op::infer};
+    d.kernel_slot = scatter_grad_op::DOut;
+    d.may_fail = true;
+    d.doc = "X@GRAD = Out@GRAD with rows Ids zeroed; Updates@GRAD = Out@GRAD's rows Ids";
+    return d;
+}
+
 }  // namespace dlgraph::ops

@@ -45,7 +45,10 @@
     X(arg_max) X(arg_min) X(cumsum) X(cumsum_grad) X(one_hot) X(one_hot_v2) X(adamw) X(squeeze2)             \
     X(unsqueeze2) X(squeeze2_grad) X(unsqueeze2_grad) X(flip)                  \
     X(c_allreduce_sum) X(c_allreduce_max) X(c_allreduce_min) X(c_allreduce_prod) X(c_broadcast) X(c_allgather) \
-    X(slice) X(slice_grad) X(bce_loss) X(bce_loss_grad)
+    X(slice) X(slice_grad) X(bce_loss) X(bce_loss_grad)                                                           \
+    X(stack) X(stack_grad) X(unstack) X(unstack_grad) X(tile) X(tile_grad) X(expand) X(expand_grad)              \
+    X(expand_v2) X(expand_v2_grad) X(pad) X(pad_grad) X(gather) X(gather_grad) X(scatter) X(scatter_grad)        \
+    X(elementwise_mod) X(elementwise_floordiv)
 
 namespace dlgraph {
 

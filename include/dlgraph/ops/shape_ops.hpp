@@ -654,6 +654,265 @@ inline OpDef slice_grad_def() {
     return d;
 }
 
+// ---- stack and unstack -----------------------------------------------------------------------
+//
+// stack: the X (one shape and dtype) joined along a new dim `axis` of Y
+// (in [-(rank+1), rank]); unstack: X cut along dim `axis` into `num` Y
+// without that dim. Each is the other's gradient; Paddle's stack_grad and
+// unstack_grad are their own op types (slots Y@GRAD and X@GRAD), with the
+// same kernels.
+
+// The dim of the joined tensor (rank r + 1) that `axis` names.
+inline int stack_axis(const InferContext* c, std::int64_t axis, const Shape& part) {
+    const std::int64_t r = part.rank() + 1;
+    const std::int64_t a = axis < 0 ? axis + r : axis;
+    if (c && (a < 0 || a >= r))
+        c->fail("dlgraph.shape.axis", "axis " + std::to_string(axis) + " is out of range for stacking parts of shape " +
+                                          to_string(part) + " (it must be in [" + std::to_string(-r) + ", " +
+                                          std::to_string(r - 1) + "])");
+    return static_cast<int>(a);
+}
+
+// Joins the parts of input slot 0 (stack, unstack_grad) into output 0.
+struct stack_op {
+    enum { axis = 0, num = 1 };
+    static void infer(const InferContext& c) {
+        const int n = c.in_count(0);
+        Shape part = c.shape(0, 0);
+        for (int k = 1; k < n; ++k) {
+            if (c.dtype(0, k) != c.dtype(0, 0))
+                c.fail_type("input 0 is " + to_string(c.dtype(0, 0)) + " but input " + std::to_string(k) + " is " +
+                            to_string(c.dtype(0, k)));
+            const Shape& s = c.shape(0, k);
+            bool ok = s.rank() == part.rank();
+            for (int i = 0; ok && i < s.rank(); ++i) ok = dims_agree(part[i], s[i]);
+            if (!ok)
+                c.fail("dlgraph.shape.stack", "input 0 is " + to_string(c.shape(0, 0)) + " but input " +
+                                                  std::to_string(k) + " is " + to_string(s) + ": all must have one shape");
+            for (int i = 0; i < s.rank(); ++i) part[i] = merge_dim(part[i], s[i]);
+        }
+        if (part.rank() == max_rank)
+            c.fail("dlgraph.shape.stack", "the parts are " + to_string(part) + ": the result would have more than " +
+                                              std::to_string(max_rank) + " dims");
+        const int a = stack_axis(&c, c.attr(axis).i, part);
+        if (c.def().attr_index("num") == num && c.attr(num).i != n)  // unstack_grad
+            c.fail("dlgraph.shape.stack", "num is " + std::to_string(c.attr(num).i) + " but there are " +
+                                              std::to_string(n) + " Y@GRAD");
+        Shape out;
+        for (int i = 0; i <= part.rank(); ++i) out.push_back(i == a ? n : part[i < a ? i : i - 1]);
+        c.set(0, c.dtype(0), out);
+    }
+};
+
+// Cuts input 0 (unstack's X, stack_grad's Y@GRAD) along `axis` into the
+// outputs of slot 0, one per index of that dim.
+struct unstack_op {
+    enum { axis = 0, num = 1 };
+    static void infer(const InferContext& c) {
+        const Shape& in = c.shape(0);
+        if (in.rank() < 2)
+            c.fail("dlgraph.shape.stack", "the input is " + to_string(in) +
+                                              ": its parts would have no dims (dlgraph has no 0-D tensors; reshape it "
+                                              "to [n, 1] first)");
+        const int a = infer_axis(c, c.attr(axis).i, in, "the input");
+        const int n = c.out_count(0);
+        if (in[a] >= 0 && in[a] != n)
+            c.fail("dlgraph.shape.stack", "the input is " + to_string(in) + ": dim " + std::to_string(a) + " is " +
+                                              std::to_string(in[a]) + " but there are " + std::to_string(n) + " outputs");
+        if (c.def().attr_index("num") == num && c.attr(num).i != n)  // unstack
+            c.fail("dlgraph.shape.stack", "num is " + std::to_string(c.attr(num).i) + " but there are " +
+                                              std::to_string(n) + " Y");
+        Shape part;
+        for (int i = 0; i < in.rank(); ++i)
+            if (i != a) part.push_back(in[i]);
+        for (int k = 0; k < n; ++k) c.set(0, k, c.dtype(0), part);
+    }
+};
+
+inline OpDef stack_def() {
+    OpDef d{"stack", {{"X", true}}, {{"Y"}}, {{"axis", Attribute::make_int("axis", 0)}}, &stack_op::infer};
+    d.doc = "Y = the X joined along a new dim axis";
+    d.grad_spec = {"stack_grad", {}, {}, {"X"}, {"Y"}};
+    return d;
+}
+inline OpDef stack_grad_def() {
+    OpDef d{"stack_grad", {{"Y@GRAD"}}, {{"X@GRAD", true}}, {{"axis", Attribute::make_int("axis", 0)}}, &unstack_op::infer};
+    d.doc = "X@GRAD = Y@GRAD cut along axis, that dim dropped";
+    return d;
+}
+inline std::vector<AttrDef> unstack_attrs() {
+    return {{"axis", Attribute::make_int("axis", 0)}, {"num", Attribute::make_int("num", 0), true}};
+}
+inline OpDef unstack_def() {
+    OpDef d{"unstack", {{"X"}}, {{"Y", true}}, unstack_attrs(), &unstack_op::infer};
+    d.doc = "Y = X cut along axis into num parts, that dim dropped";
+    d.grad_spec = {"unstack_grad", {}, {}, {"X"}, {"Y"}};
+    return d;
+}
+inline OpDef unstack_grad_def() {
+    OpDef d{"unstack_grad", {{"Y@GRAD", true}}, {{"X@GRAD"}}, unstack_attrs(), &stack_op::infer};
+    d.doc = "X@GRAD = the Y@GRAD joined along a new dim axis";
+    return d;
+}
+
+// ---- tile, expand, expand_v2 -------------------------------------------------------------------
+//
+// Out = X repeated along its dims, three ways of saying how (Paddle's):
+// - tile: repeat_times (each >= 1); a shorter list is padded with 1s in
+//   front, a longer one pads X's shape with 1s in front;
+// - expand (v1): expand_times, one per dim of X (each >= 1);
+// - expand_v2: the target `shape`, at least X's rank: X padded with 1s in
+//   front, each dim of 1 broadcast to the target, -1 keeping X's dim.
+// Their gradients sum Out@GRAD's copies back to X's shape. The tensor-valued
+// slots (RepeatTimes, ExpandTimes, Shape and their lists) are not supported.
+enum class tile_kind { tile, expand, expand_v2 };
+
+template <tile_kind K> struct tile_op {
+    enum { X = 0, DOut = 1 };
+    static constexpr const char* attr_name = K == tile_kind::tile ? "repeat_times" : K == tile_kind::expand ? "expand_times" : "shape";
+    // X's dims padded to the result's rank r (xd) and the repeats of each
+    // (reps); unknown dims of X give -1 in xd (and 1 in reps, for expand_v2
+    // with a known target, the target in out). With an inference context,
+    // checks the attribute.
+    static int geometry(const InferContext* c, const Shape& x, const std::vector<std::int64_t>& at, std::int64_t* xd,
+                        std::int64_t* reps, std::int64_t* out) {
+        const int n = x.rank(), m = static_cast<int>(at.size());
+        auto bad = [&](const std::string& why) {
+            c->fail("dlgraph.shape.attr", std::string(attr_name) + " " + ints_text(at) + " for X of shape " + to_string(x) +
+                                              ": " + why);
+        };
+        const int r = K == tile_kind::expand ? n : std::max(n, m);
+        if (c && K == tile_kind::expand && m != n) bad("it must have one entry per dim of X");
+        if (c && K == tile_kind::expand_v2 && m < n) bad("it must have at least X's rank");
+        if (c && r > max_rank) bad("the result would have more than " + std::to_string(max_rank) + " dims");
+        for (int i = 0; i < r; ++i) {
+            const int xi = i - (r - n), ai = i - (r - m);
+            xd[i] = xi >= 0 ? x[xi] : 1;
+            const std::int64_t v = ai >= 0 ? at[static_cast<std::size_t>(ai)] : 1;
+            if constexpr (K == tile_kind::expand_v2) {
+                if (c && (v == 0 || v < -1 || (v == -1 && xi < 0)))
+                    bad("entry " + std::to_string(v) + (v == -1 ? " (keep X's dim) names no dim of X" : " must be positive or -1"));
+                const std::int64_t want = v == -1 ? xd[i] : v;
+                if (c && xd[i] >= 0 && xd[i] != 1 && want != xd[i])
+                    bad("dim " + std::to_string(i) + " of X (padded) is " + std::to_string(xd[i]) + ", which cannot become " +
+                        std::to_string(want) + " (only dims of 1 broadcast)");
+                reps[i] = xd[i] == 1 ? want : 1;
+                out[i] = want;
+            } else {
+                if (c && v < 1) bad("entry " + std::to_string(v) + " must be at least 1");
+                reps[i] = v;
+                out[i] = xd[i] < 0 ? -1 : c ? dim_mul(*c, xd[i], v, "the repeated dims") : xd[i] * v;
+            }
+        }
+        return r;
+    }
+    static Shape out_shape(const InferContext& c) {
+        std::int64_t xd[max_rank], reps[max_rank], out[max_rank];
+        const int r = geometry(&c, c.shape(X), c.attr(0).ints, xd, reps, out);
+        Shape s(std::span<const std::int64_t>(out, static_cast<std::size_t>(r)));
+        if (s.known()) checked_numel(c, s, "the repeated dims");
+        return s;
+    }
+    static void infer(const InferContext& c) { c.set(0, c.dtype(X), out_shape(c)); }
+    // X, Out@GRAD -> X@GRAD
+    static void infer_grad(const InferContext& c) {
+        c.same_dtype({X, DOut});
+        check_grad_shape(c, out_shape(c), DOut, "Out@GRAD");
+        c.set(0, c.dtype(X), c.shape(X));
+    }
+    static OpDef def(std::string_view type, std::string_view grad) {
+        OpDef d{type, {{"X"}}, {{"Out"}}, {{attr_name, Attribute::make_ints(attr_name, {}), true}}, &infer};
+        d.doc = K == tile_kind::expand_v2 ? "Out = X broadcast to shape (-1 keeps a dim)"
+                                          : "Out = X repeated along each dim as many times as the attribute says";
+        d.grad_spec = {grad, {"X"}, {}, {"X"}, {"Out"}};
+        return d;
+    }
+    static OpDef grad_def(std::string_view grad) {
+        OpDef d{grad, {{"X"}, {"Out@GRAD"}}, {{"X@GRAD"}}, {{attr_name, Attribute::make_ints(attr_name, {}), true}},
+                &infer_grad};
+        d.kernel_slot = DOut;
+        d.doc = "X@GRAD = the sum of Out@GRAD's copies of each element of X";
+        return d;
+    }
+};
+using tile_x_op = tile_op<tile_kind::tile>;
+using expand_op = tile_op<tile_kind::expand>;
+using expand_v2_op = tile_op<tile_kind::expand_v2>;
+inline OpDef tile_def() { return tile_x_op::def("tile", "tile_grad"); }
+inline OpDef tile_grad_def() { return tile_x_op::grad_def("tile_grad"); }
+inline OpDef expand_def() { return expand_op::def("expand", "expand_grad"); }
+inline OpDef expand_grad_def() { return expand_op::grad_def("expand_grad"); }
+inline OpDef expand_v2_def() { return expand_v2_op::def("expand_v2", "expand_v2_grad"); }
+inline OpDef expand_v2_grad_def() { return expand_v2_op::grad_def("expand_v2_grad"); }
+
+// ---- pad ---------------------------------------------------------------------------------------
+//
+// Out = X with paddings[2i] elements of pad_value before it and
+// paddings[2i+1] after it along each dim i (each >= 0; Paddle's pad);
+// pad_grad: X@GRAD = the box of Out@GRAD that X fills.
+struct pad_op {
+    enum { X = 0 };
+    enum { paddings = 0, pad_value = 1 };
+    // before[i], after[i] of a rank-r tensor; with an inference context,
+    // checks the attribute.
+    static void split(const InferContext* c, const std::vector<std::int64_t>& p, int r, std::int64_t* before, std::int64_t* after) {
+        if (c && static_cast<int>(p.size()) != 2 * r)
+            c->fail("dlgraph.shape.attr", "paddings " + ints_text(p) + " must have 2 entries per dim (" + std::to_string(2 * r) + ")");
+        for (int i = 0; i < r; ++i) {
+            before[i] = p[static_cast<std::size_t>(2 * i)];
+            after[i] = p[static_cast<std::size_t>(2 * i + 1)];
+            if (c && (before[i] < 0 || after[i] < 0))
+                c->fail("dlgraph.shape.attr", "paddings " + ints_text(p) + ": entries must not be negative");
+        }
+    }
+    // The padded shape of `x`.
+    static Shape padded(const InferContext& c, const Shape& x) {
+        std::int64_t before[max_rank], after[max_rank];
+        split(&c, c.attr(paddings).ints, x.rank(), before, after);
+        Shape out;
+        for (int i = 0; i < x.rank(); ++i)
+            out.push_back(x[i] < 0 ? -1 : dim_add(c, dim_add(c, x[i], before[i], "the padded dims"), after[i], "the padded dims"));
+        if (out.known()) checked_numel(c, out, "the padded dims");
+        return out;
+    }
+    static void infer(const InferContext& c) {
+        c.dtype_in(X, {DataType::FP32, DataType::FP64, DataType::INT32, DataType::INT64});
+        c.set(0, c.dtype(X), padded(c, c.shape(X)));
+    }
+};
+inline std::vector<AttrDef> pad_attrs() {
+    return {{"paddings", Attribute::make_ints("paddings", {}), true}, {"pad_value", Attribute::make_float("pad_value", 0.0f)}};
+}
+inline OpDef pad_def() {
+    OpDef d{"pad", {{"X"}}, {{"Out"}}, pad_attrs(), &pad_op::infer};
+    d.doc = "Out = X padded with pad_value: paddings[2i] before and paddings[2i+1] after dim i";
+    d.grad_spec = {"pad_grad", {}, {}, {"X"}, {"Out"}};
+    return d;
+}
+// Out@GRAD -> X@GRAD: Out@GRAD without the padding.
+struct pad_grad_op {
+    enum { DOut = 0 };
+    static void infer(const InferContext& c) {
+        c.dtype_in(DOut, {DataType::FP32, DataType::FP64});
+        const Shape& d = c.shape(DOut);
+        std::int64_t before[max_rank], after[max_rank];
+        pad_op::split(&c, c.attr(pad_op::paddings).ints, d.rank(), before, after);
+        Shape x;
+        for (int i = 0; i < d.rank(); ++i) {
+            if (d[i] >= 0 && (before[i] > d[i] || after[i] > d[i] - before[i]))
+                c.fail("dlgraph.shape.grad", "Out@GRAD is " + to_string(d) + ": dim " + std::to_string(i) +
+                                                 " is smaller than its padding " + ints_text(c.attr(pad_op::paddings).ints));
+            x.push_back(d[i] < 0 ? -1 : d[i] - before[i] - after[i]);
+        }
+        c.set(0, c.dtype(DOut), x);
+    }
+};
+inline OpDef pad_grad_def() {
+    OpDef d{"pad_grad", {{"Out@GRAD"}}, {{"X@GRAD"}}, pad_attrs(), &pad_grad_op::infer};
+    d.doc = "X@GRAD = Out@GRAD without the padding";
+    return d;
+}
+
 // ---- sum -------------------------------------------------------------------------------------
 
 struct sum_op {
