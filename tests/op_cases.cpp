@@ -831,6 +831,61 @@ void loss_cases(case_list& out) {
     swce_grad("soft_unnormalized_labels", FP64, {2, 3, 17}, true, false);
     swce_grad("hard_ignore_index_3_40x10", FP64, {40, 10}, false, true, 3);
 
+    // sigmoid_cross_entropy_with_logits, huber_loss, smooth_l1_loss, kldiv_loss and their grads.
+    for (DataType t : {FP32, FP64}) {
+        {
+            const Shape s{7, 33};
+            case_builder cb(case_name("sigmoid_cross_entropy_with_logits", t, "ignore_normalize_7x33"));
+            cb.in("x", t, s, uni(-30, 30)).in("label", t, s, grid(-2, 2, 0.5));
+            const std::vector<Attribute> at{a_bool("normalize", true), a_int("ignore_index", -1)};
+            cb.op("sigmoid_cross_entropy_with_logits", {{"X", {"x"}}, {"Label", {"label"}}}, {{"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            case_builder g(case_name("sigmoid_cross_entropy_with_logits_grad", t, "ignore_normalize_7x33"));
+            g.in("x", t, s, uni(-30, 30)).in("label", t, s, grid(-2, 2, 0.5)).in("out@GRAD", t, s, uni(-1, 1));
+            g.op("sigmoid_cross_entropy_with_logits_grad", {{"X", {"x"}}, {"Label", {"label"}}, {"Out@GRAD", {"out@GRAD"}}},
+                 {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+        {
+            const Shape s{9, 5};
+            const std::vector<Attribute> at{Attribute::make_float("delta", 0.75)};
+            case_builder cb(case_name("huber_loss", t, "delta_0.75_9x5"));
+            cb.in("x", t, s, uni(-2, 2)).in("y", t, s, uni(-2, 2));
+            cb.op("huber_loss", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}, {"Residual", {"residual"}}}, at);
+            out.push_back(cb.done());
+            case_builder g(case_name("huber_loss_grad", t, "delta_0.75_9x5"));
+            g.in("residual", t, s, uni(-2, 2)).in("out@GRAD", t, s, uni(-1, 1));
+            g.op("huber_loss_grad", {{"Residual", {"residual"}}, {"Out@GRAD", {"out@GRAD"}}},
+                 {{"X@GRAD", {"x@GRAD"}}, {"Y@GRAD", {"y@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+        {
+            const Shape s{6, 4, 3};
+            const std::vector<Attribute> at{Attribute::make_float("sigma", 3.0)};
+            case_builder cb(case_name("smooth_l1_loss", t, "weights_sigma3_6x4x3"));
+            cb.in("x", t, s, uni(-1, 1)).in("y", t, s, uni(-1, 1)).in("iw", t, s, uni(0, 1)).in("ow", t, s, uni(0, 1));
+            cb.op("smooth_l1_loss", {{"X", {"x"}}, {"Y", {"y"}}, {"InsideWeight", {"iw"}}, {"OutsideWeight", {"ow"}}},
+                  {{"Diff", {"diff"}}, {"Out", {"out"}}}, at);
+            out.push_back(cb.done());
+            case_builder g(case_name("smooth_l1_loss_grad", t, "weights_sigma3_6x4x3"));
+            g.in("iw", t, s, uni(0, 1)).in("ow", t, s, uni(0, 1)).in("diff", t, s, uni(-1, 1)).in("out@GRAD", t, {6, 1}, uni(-1, 1));
+            g.op("smooth_l1_loss_grad", {{"InsideWeight", {"iw"}}, {"OutsideWeight", {"ow"}}, {"Diff", {"diff"}}, {"Out@GRAD", {"out@GRAD"}}},
+                 {{"X@GRAD", {"x@GRAD"}}, {"Y@GRAD", {"y@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+        for (const char* red : {"none", "batchmean"}) {
+            const Shape s{4, 5, 6};
+            const std::vector<Attribute> at{Attribute::make_string("reduction", red)};
+            case_builder cb(case_name("kldiv_loss", t, std::string(red) + "_4x5x6"));
+            cb.in("x", t, s, uni(-5, 0)).in("target", t, s, uni(-0.5, 1));
+            cb.op("kldiv_loss", {{"X", {"x"}}, {"Target", {"target"}}}, {{"Loss", {"loss"}}}, at);
+            out.push_back(cb.done());
+            case_builder g(case_name("kldiv_loss_grad", t, std::string(red) + "_4x5x6"));
+            g.in("x", t, s, uni(-5, 0)).in("target", t, s, uni(-0.5, 1)).in("loss@GRAD", t, std::string(red) == "none" ? s : Shape{1}, uni(-1, 1));
+            g.op("kldiv_loss_grad", {{"X", {"x"}}, {"Target", {"target"}}, {"Loss@GRAD", {"loss@GRAD"}}}, {{"X@GRAD", {"x@GRAD"}}}, at);
+            out.push_back(g.done());
+        }
+    }
     // bce_loss: probabilities with the edges 0 and 1 (logs clipped at -100)
     // against labels in [0, 1]; its gradient away from and at the edges.
     for (DataType t : {FP32, FP64}) {

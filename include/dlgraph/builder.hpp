@@ -521,6 +521,60 @@ std::pair<Var<T>, Var<T>> softmax_with_cross_entropy(const Var<T>& logits, const
 template <element_type T> Var<T> square_error_cost(const Var<T>& input, const Var<T>& label) {
     return square(input - label);
 }
+// The cross entropy of sigmoid(x) against probability labels, element by
+// element (Paddle's sigmoid_cross_entropy_with_logits): 0 where label ==
+// ignore_index; normalize divides by the count of the other elements.
+template <element_type T>
+Var<T> sigmoid_cross_entropy_with_logits(const Var<T>& x, const Var<T>& label, bool normalize = false,
+                                         std::int64_t ignore_index = -100) {
+    auto st = detail::same_program("sigmoid_cross_entropy_with_logits", x, label);
+    return detail::unary_out<T>("sigmoid_cross_entropy_with_logits", st, {{"X", {x.name()}}, {"Label", {label.name()}}},
+                                {Attribute::make_bool("normalize", normalize), Attribute::make_int("ignore_index", ignore_index)});
+}
+namespace detail {
+// Appends op `type` with one variable in each output slot of `outs` and
+// returns the one of slot k.
+template <element_type T>
+Var<T> one_of_outputs(const std::string& type, std::shared_ptr<builder_state> st, std::vector<OpSlot> inputs,
+                      std::vector<Attribute> attrs, const std::vector<std::string>& outs, std::size_t k) {
+    Program p(st);
+    std::vector<std::pair<std::string, int>> slots;
+    for (auto& o : outs) slots.push_back({o, 1});
+    std::vector<std::vector<std::string>> names;
+    const int idx = p.append(type, inputs, slots, std::move(attrs), &names);
+    return Var<T>(st, names[k][0], idx);
+}
+}  // namespace detail
+// Paddle's huber_loss of the residual y - x, element by element.
+template <element_type T> Var<T> huber_loss(const Var<T>& x, const Var<T>& y, double delta = 1.0) {
+    auto st = detail::same_program("huber_loss", x, y);
+    return detail::one_of_outputs<T>("huber_loss", st, {{"X", {x.name()}}, {"Y", {y.name()}}},
+                                     {Attribute::make_float("delta", delta)}, {"Out", "Residual"}, 0);
+}
+// Paddle's smooth_l1_loss: [N, 1], each row's sum of the smooth L1 of x - y
+// (quadratic within 1 / sigma^2); with weights, of (x - y) * inside_weight,
+// each element's loss times outside_weight.
+template <element_type T> Var<T> smooth_l1_loss(const Var<T>& x, const Var<T>& y, double sigma = 1.0) {
+    auto st = detail::same_program("smooth_l1_loss", x, y);
+    return detail::one_of_outputs<T>("smooth_l1_loss", st, {{"X", {x.name()}}, {"Y", {y.name()}}},
+                                     {Attribute::make_float("sigma", sigma)}, {"Diff", "Out"}, 1);
+}
+template <element_type T>
+Var<T> smooth_l1_loss(const Var<T>& x, const Var<T>& y, const Var<T>& inside_weight, const Var<T>& outside_weight,
+                      double sigma = 1.0) {
+    auto st = detail::same_program("smooth_l1_loss", x, y, inside_weight, outside_weight);
+    return detail::one_of_outputs<T>("smooth_l1_loss", st,
+                                     {{"X", {x.name()}}, {"Y", {y.name()}}, {"InsideWeight", {inside_weight.name()}},
+                                      {"OutsideWeight", {outside_weight.name()}}},
+                                     {Attribute::make_float("sigma", sigma)}, {"Diff", "Out"}, 1);
+}
+// The Kullback-Leibler divergence of log-probabilities x from target
+// (paddle.nn.functional.kl_div): reduction none, sum, mean or batchmean.
+template <element_type T> Var<T> kl_div(const Var<T>& x, const Var<T>& target, const std::string& reduction = "mean") {
+    auto st = detail::same_program("kldiv_loss", x, target);
+    return detail::unary_out<T>("kldiv_loss", st, {{"X", {x.name()}}, {"Target", {target.name()}}},
+                                {Attribute::make_string("reduction", reduction)}, "Loss");
+}
 // Paddle's bce_loss: the binary cross entropy of probabilities x (each in
 // [0, 1]; another value is an error when the program runs) against labels
 // of x's shape, element by element, with the logs clipped at -100
