@@ -1360,6 +1360,32 @@ void optimizer_cases(case_list& out) {
     adam("decay_1023", FP32, {1023}, 1, {a_float("coeff", 0.1), a_bool("with_decay", true)}, "adamw");
     adam("decay_lr_ratio_step4_7", FP64, {7}, 4, {a_float("lr_ratio", 0.5), a_bool("with_decay", true)}, "adamw");
     adam("without_decay_13x5", FP32, {13, 5}, 2, {}, "adamw");
+    adam("first_step_1023", FP32, {1023}, 1, {}, "lamb");
+    adam("attrs_step5_13x5", FP64, {13, 5}, 5, {a_float("weight_decay", 0.1), a_float("epsilon", 1e-8)}, "lamb");
+
+    for (DataType t : {FP32, FP64}) {
+        case_builder cb(case_name("adagrad", t, "odd_1023"));
+        cb.param("param", t, {1023}, uni(-1, 1)).in("grad", t, {1023}, uni(-1, 1)).param("moment", t, {1023}, uni(0, 0.5));
+        cb.param("lr", t, {1}, uni(0.01, 0.1));
+        cb.op("adagrad", {{"Param", {"param"}}, {"Grad", {"grad"}}, {"Moment", {"moment"}}, {"LearningRate", {"lr"}}},
+              {{"ParamOut", {"param_out"}}, {"MomentOut", {"moment_out"}}}, {a_float("epsilon", 1e-6)});
+        out.push_back(cb.done());
+        for (bool centered : {false, true}) {
+            case_builder r(case_name("rmsprop", t, centered ? "centered_momentum_13x5" : "plain_13x5"));
+            r.param("param", t, {13, 5}, uni(-1, 1)).param("mean_square", t, {13, 5}, uni(0.5, 1)).in("grad", t, {13, 5}, uni(-1, 1));
+            r.param("moment", t, {13, 5}, uni(-0.1, 0.1)).param("lr", t, {1}, uni(0.01, 0.1));
+            slots ins{{"Param", {"param"}}, {"MeanSquare", {"mean_square"}}, {"Grad", {"grad"}}, {"Moment", {"moment"}}, {"LearningRate", {"lr"}}};
+            slots outs{{"ParamOut", {"param_out"}}, {"MomentOut", {"moment_out"}}, {"MeanSquareOut", {"mean_square_out"}}};
+            if (centered) {
+                r.param("mean_grad", t, {13, 5}, uni(-0.2, 0.2));
+                ins.push_back({"MeanGrad", {"mean_grad"}});
+                outs.push_back({"MeanGradOut", {"mean_grad_out"}});
+            }
+            r.op("rmsprop", ins, outs, {a_float("decay", 0.95), a_float("momentum", centered ? 0.9 : 0.0), a_bool("centered", centered),
+                                        a_float("epsilon", 1e-6)});
+            out.push_back(r.done());
+        }
+    }
 }
 
 // ---- chains that the session fuses (and runs in place) ----------------------------------------------

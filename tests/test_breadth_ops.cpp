@@ -128,12 +128,8 @@ template <class T> T py_mod(T a, T b) {
     }
 }
 template <class T> T py_floordiv(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-        const long double q = std::floor(static_cast<long double>(a) / static_cast<long double>(b));
-        return static_cast<T>(static_cast<std::int64_t>(q));
-    } else {
-        return std::floor(a / b);
-    }
+    const long double q = std::floor(static_cast<long double>(a) / static_cast<long double>(b));
+    return static_cast<T>(static_cast<std::int64_t>(q));
 }
 
 Tensor ids_tensor(DataType t, const Shape& s, const std::vector<std::int64_t>& v) {
@@ -407,6 +403,19 @@ TEST_CASE("gather: gradients by finite differences (repeated ids add), Paddle's 
                                                                {qi, ids_tensor(DataType::INT64, {3}, {1, 3, 1})},
                                                                {qd, tensor_of<double>({3, 2}, {1, 2, 3, 4, 5, 6})}})[0]);
     CHECK(got == std::vector<double>{0, 0, 5, 6, 0, 0, 3, 4});
+    // Along another axis Paddle's gradient adds, overwrite or not.
+    Program r;
+    auto rx = r.input<double>("x", {2, 4});
+    auto ri = r.input<std::int64_t>("ids", {3});
+    auto rd = r.input<double>("dout", {2, 3});
+    std::vector<std::vector<std::string>> rn;
+    r.append("gather_grad", {{"X", {rx.name()}}, {"Index", {ri.name()}}, {"Out@GRAD", {rd.name()}}}, {{"X@GRAD", 1}},
+             {Attribute::make_bool("overwrite", true), Attribute::make_int("axis", 1)}, &rn);
+    Session<cpu> rs(r);
+    CHECK(values_of<double>(rs.eval({rn[0][0]}, {{rx, tensor_of<double>({2, 4}, std::vector<double>(8, 9.0))},
+                                                 {ri, ids_tensor(DataType::INT64, {3}, {1, 3, 1})},
+                                                 {rd, tensor_of<double>({2, 3}, {1, 2, 3, 4, 5, 6})}})[0]) ==
+          std::vector<double>{0, 4, 0, 2, 0, 10, 0, 5});
 
     check_throws<shape_error>([&] { gather(x, p.input<std::int64_t>("m", {2, 2})); },
                               {"dlgraph.shape.index", "Index is [2,2]: it must be [N] or [N, 1]"});
@@ -508,6 +517,31 @@ TEST_CASE("scatter: gradients by finite differences (X and Updates), Paddle's gr
           std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
 }
 
+TEST_CASE("scatter: integer sums wrap; a program that names Ids as Out writes nothing outside it") {
+    Program p;
+    auto x = p.input<std::int32_t>("x", {1});
+    auto ids = p.input<std::int64_t>("ids", {2});
+    auto u = p.input<std::int32_t>("u", {2});
+    auto y = scatter(x, ids, u, false);
+    Session<cpu> s(p);
+    CHECK(values_of<std::int32_t>(s.eval({y}, {{x, tensor_of<std::int32_t>({1}, {5})}, {ids, ids_tensor(DataType::INT64, {2}, {0, 0})},
+                                                {u, tensor_of<std::int32_t>({2}, {2147483647, 1})}})[0]) ==
+          std::vector<std::int32_t>{-2147483647 - 1});
+    // X, Ids and Out one INT64 variable: the first update rewrites an id
+    // before it is used (a program can say this; the kernel must not write
+    // outside Out).
+    for (bool overwrite : {true, false}) {
+        Program q;
+        auto v = q.input<std::int64_t>("v", {2});
+        auto up = q.input<std::int64_t>("up", {2});
+        q.append("scatter", {{"X", {v.name()}}, {"Ids", {v.name()}}, {"Updates", {up.name()}}}, {},
+                 {Attribute::make_bool("overwrite", overwrite)}, nullptr, {{"Out", {v.name()}}});
+        Session<cpu> t(q);
+        const auto out = t.eval({v.name()}, {{v, tensor_of<std::int64_t>({2}, {1, 0})}, {up, tensor_of<std::int64_t>({2}, {100000, 5})}});
+        CHECK(out[0].numel() == 2);
+    }
+}
+
 // ---- elementwise_mod, elementwise_floordiv ------------------------------------------------------------
 
 TEST_CASE_TEMPLATE("elementwise_mod and elementwise_floordiv follow Python's % and //", T, float, double, std::int32_t,
@@ -552,8 +586,23 @@ TEST_CASE_TEMPLATE("elementwise_mod and elementwise_floordiv follow Python's % a
             CHECK(std::abs(static_cast<double>(gm[i]) - static_cast<double>(py_mod(xv[i], yv[i]))) <= tol);
             CHECK((gm[i] == 0 || (gm[i] < 0) == (yv[i] < 0)));
             CHECK(std::abs(gm[i]) < std::abs(yv[i]));
-            CHECK(gf[i] == py_floordiv(xv[i], yv[i]));
+            // x // y is the whole number of y's that x % y leaves over.
+            CHECK(gf[i] == std::floor(gf[i]));
+            const double back = static_cast<double>(gf[i]) * static_cast<double>(yv[i]) + static_cast<double>(gm[i]);
+            CHECK(std::abs(back - static_cast<double>(xv[i])) <=
+                  4 * (std::abs(static_cast<double>(xv[i])) + std::abs(static_cast<double>(yv[i]))) * std::numeric_limits<T>::epsilon());
         }
+    }
+    if constexpr (!std::is_integral_v<T>) {
+        // Python's own answers where floor(x / y) would differ: 1.0 // 0.1 is 9.
+        Program q;
+        auto a = q.input<T>("a", {6});
+        auto b = q.input<T>("b", {6});
+        auto f2 = floordiv(a, b);
+        Session<cpu> t(q);
+        const auto got = values_of<T>(t.eval({f2}, {{a, tensor_of<T>({6}, {T(1), T(-1), T(7.5), T(-7.5), T(7.5), T(-7.5)})},
+                                                    {b, tensor_of<T>({6}, {T(0.1), T(0.1), T(2), T(2), T(-2), T(-2)})}})[0]);
+        CHECK(got == std::vector<T>{T(9), T(-10), T(3), T(-4), T(-4), T(3)});
     }
     // Broadcasting, and Paddle's TestRemainderOp examples.
     Program q;
@@ -770,11 +819,14 @@ TEST_CASE("Paddle's test_pad_op.py, test_gather_op.py and test_scatter_op.py cla
         const Shape is{static_cast<std::int64_t>(c.index.size())};
         Program p;
         auto x = p.input<double>("x", c.x);
-        auto idx = p.input<std::int64_t>("index", is);
-        auto y = apply_op<double>("gather", {{"X", x}, {"Index", idx}}, {Attribute::make_bool("overwrite", c.overwrite)});
-        Session<cpu> s(p);
-        CHECK(values_of<double>(s.eval({y}, {{x, tensor_of<double>(c.x, xv)}, {idx, ids_tensor(DataType::INT64, is, c.index)}})[0]) ==
-              ref_gather(xv, c.x, c.index, 0));
+        auto run = [&](auto idx) {
+            auto y = apply_op<double>("gather", {{"X", x}, {"Index", idx}}, {Attribute::make_bool("overwrite", c.overwrite)});
+            Session<cpu> s(p);
+            CHECK(values_of<double>(s.eval({y}, {{x, tensor_of<double>(c.x, xv)}, {idx, ids_tensor(c.index_type, is, c.index)}})[0]) ==
+                  ref_gather(xv, c.x, c.index, 0));
+        };
+        if (c.index_type == DataType::INT32) run(p.input<std::int32_t>("index", is));
+        else run(p.input<std::int64_t>("index", is));
         // check_grad: Paddle's numeric gradient is the true one, so only
         // overwrite = false, or distinct ids, may pass it: all classes do.
         if (c.x.rank() == 2)
@@ -808,12 +860,15 @@ TEST_CASE("Paddle's test_pad_op.py, test_gather_op.py and test_scatter_op.py cla
         const auto uv = random_of<float>(static_cast<std::size_t>(us.numel()), seed++, 0, 1);
         Program p;
         auto x = p.input<float>("x", c.x);
-        auto ids = p.input<std::int64_t>("ids", {n});
         auto u = p.input<float>("u", us);
-        auto y = scatter(x, ids, u, c.overwrite);
-        Session<cpu> s(p);
-        CHECK(values_of<float>(s.eval({y}, {{x, tensor_of<float>(c.x, xv)}, {ids, ids_tensor(DataType::INT64, {n}, c.ids)}, {u, tensor_of<float>(us, uv)}})[0]) ==
-              ref_scatter(xv, c.x[1], c.ids, uv, c.overwrite));
+        auto run = [&](auto ids) {
+            auto y = scatter(x, ids, u, c.overwrite);
+            Session<cpu> s(p);
+            CHECK(values_of<float>(s.eval({y}, {{x, tensor_of<float>(c.x, xv)}, {ids, ids_tensor(c.ids_type, {n}, c.ids)},
+                                                {u, tensor_of<float>(us, uv)}})[0]) == ref_scatter(xv, c.x[1], c.ids, uv, c.overwrite));
+        };
+        if (c.ids_type == DataType::INT32) run(p.input<std::int32_t>("ids", {n}));
+        else run(p.input<std::int64_t>("ids", {n}));
     }
     // Not ported: the FP16 and BF16 classes (no such kernels), and those
     // that run only on a GPU (TestScatterOp2, TestScatterOp3: the same

@@ -154,6 +154,7 @@ std::vector<Var<T>> clip_by_global_norm(Program& p, const std::vector<Var<T>>& g
 struct optimizer_settings {
     LRSchedule lr;
     double clip = 0;   // global-norm clipping; 0: none
+    double l2 = 0;     // L2 weight decay: grad += l2 * param after clipping; 0: none
     int nranks = 0;    // data parallel over this many ranks; 0: not
     int ring_id = 0;   // ... with the communicator of this ring
 };
@@ -172,6 +173,8 @@ TrainStep minimize_with(const Var<T>& loss, const optimizer_settings& set, const
         throw graph_error("dlgraph.graph.args", name + ": data parallel over " + std::to_string(set.nranks) + " ranks");
     if (clip < 0 || std::isnan(clip))
         throw graph_error("dlgraph.graph.args", name + ": the global-norm clip is " + std::to_string(clip) + ": it must be > 0");
+    if (set.l2 < 0 || std::isnan(set.l2))
+        throw graph_error("dlgraph.graph.args", name + ": the L2 decay is " + std::to_string(set.l2) + ": it must be >= 0");
     Program p(state_of(loss));
     auto rate = p.parameter<T>(p.fresh(name + "_learning_rate"), {1}, init::constant(lr.at(0)), /*trainable=*/false);
     auto grads = append_backward(loss, std::move(params));
@@ -196,6 +199,10 @@ TrainStep minimize_with(const Var<T>& loss, const optimizer_settings& set, const
     if (set.nranks > 0)
         for (auto& g : gs) g = scale(c_allreduce_sum(g, set.ring_id), 1.0 / set.nranks);
     if (clip > 0) gs = clip_by_global_norm(p, gs, clip, step.grad_norm);
+    // L2 decay as Paddle's regularizer appends it (after clipping): the
+    // gradient plus coeff times the parameter.
+    if (set.l2 > 0)
+        for (std::size_t i = 0; i < gs.size(); ++i) gs[i] = gs[i] + scale(grads[i].first, set.l2);
     for (std::size_t i = 0; i < grads.size(); ++i) {
         const auto& param = grads[i].first;
         step.param_grads.emplace_back(param.name(), gs[i].name());
@@ -226,6 +233,12 @@ public:
     // clipping and the update, so every rank takes the same step, that of
     // the whole batch across the ranks. Start the ranks equal
     // (broadcast_persistables) and feed each its own shard of the data.
+    // L2 weight decay as a program rewrite (Paddle's L2Decay regularizer):
+    // each gradient becomes grad + coeff * param, after clipping.
+    Derived& l2_decay(double coeff) {
+        set_.l2 = coeff;
+        return static_cast<Derived&>(*this);
+    }
     Derived& data_parallel(int nranks, int ring_id = 0) {
         set_.nranks = nranks;
         set_.ring_id = ring_id;
@@ -336,6 +349,82 @@ public:
 private:
     double decay_, b1_, b2_, eps_;
     std::function<bool(const std::string&)> decay_if_;
+};
+
+// Adagrad (paddle.optimizer.Adagrad): a per-element rate lr / (sqrt(the sum
+// of squared gradients) + epsilon); the sum starts at initial_accumulator.
+class Adagrad : public detail::optimizer_base<Adagrad> {
+public:
+    explicit Adagrad(LRSchedule learning_rate, double epsilon = 1e-6, double initial_accumulator = 0.0)
+        : optimizer_base(learning_rate), eps_(epsilon), init_(initial_accumulator) {}
+    template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
+        return detail::minimize_with(loss, set_, "adagrad", std::move(params),
+                                     [this](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
+                                         auto m = detail::state_like(p, w, "moment", init_);
+                                         return p.append("adagrad",
+                                                         {{"Param", {w.name()}}, {"Grad", {g.name()}}, {"Moment", {m.name()}},
+                                                          {"LearningRate", {lr.name()}}},
+                                                         {}, {Attribute::make_float("epsilon", eps_)}, nullptr,
+                                                         {{"ParamOut", {w.name()}}, {"MomentOut", {m.name()}}});
+                                     });
+    }
+
+private:
+    double eps_, init_;
+};
+
+// RMSProp (paddle.optimizer.RMSProp): rho is the mean square's decay; with
+// momentum, and optionally centered (the gradient's mean subtracted).
+class RMSProp : public detail::optimizer_base<RMSProp> {
+public:
+    explicit RMSProp(LRSchedule learning_rate, double rho = 0.95, double epsilon = 1e-6, double momentum = 0.0,
+                     bool centered = false)
+        : optimizer_base(learning_rate), rho_(rho), eps_(epsilon), mom_(momentum), centered_(centered) {}
+    template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
+        return detail::minimize_with(loss, set_, "rmsprop", std::move(params),
+                                     [this](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
+                                         auto ms = detail::state_like(p, w, "mean_square", 0.0);
+                                         auto m = detail::state_like(p, w, "moment", 0.0);
+                                         std::vector<OpSlot> ins{{"Param", {w.name()}}, {"MeanSquare", {ms.name()}},
+                                                                 {"Grad", {g.name()}}, {"Moment", {m.name()}},
+                                                                 {"LearningRate", {lr.name()}}};
+                                         std::vector<OpSlot> outs{{"ParamOut", {w.name()}}, {"MomentOut", {m.name()}},
+                                                                  {"MeanSquareOut", {ms.name()}}};
+                                         if (centered_) {
+                                             auto mg = detail::state_like(p, w, "mean_grad", 0.0);
+                                             ins.push_back({"MeanGrad", {mg.name()}});
+                                             outs.push_back({"MeanGradOut", {mg.name()}});
+                                         }
+                                         return p.append("rmsprop", ins, {},
+                                                         {Attribute::make_float("epsilon", eps_), Attribute::make_float("decay", rho_),
+                                                          Attribute::make_float("momentum", mom_),
+                                                          Attribute::make_bool("centered", centered_)},
+                                                         nullptr, outs);
+                                     });
+    }
+
+private:
+    double rho_, eps_, mom_;
+    bool centered_;
+};
+
+// LAMB (paddle.optimizer.Lamb): Adam's direction plus lamb_weight_decay
+// times the parameter, each parameter's step scaled by its trust ratio.
+class Lamb : public detail::optimizer_base<Lamb> {
+public:
+    explicit Lamb(LRSchedule learning_rate = 1e-3, double lamb_weight_decay = 0.01, double beta1 = 0.9,
+                  double beta2 = 0.999, double epsilon = 1e-6)
+        : optimizer_base(learning_rate), decay_(lamb_weight_decay), b1_(beta1), b2_(beta2), eps_(epsilon) {}
+    template <element_type T> TrainStep minimize(const Var<T>& loss, std::vector<std::string> params = {}) const {
+        return detail::minimize_with(loss, set_, "lamb", std::move(params),
+                                     [this](Program& p, const Var<T>& w, const Var<T>& g, const Var<T>& lr) {
+                                         return detail::append_adam(p, "lamb", w, g, lr, b1_, b2_, eps_,
+                                                                    {Attribute::make_float("weight_decay", decay_)});
+                                     });
+    }
+
+private:
+    double decay_, b1_, b2_, eps_;
 };
 
 }  // namespace dlgraph

@@ -846,7 +846,7 @@ __global__ void scatter_kernel(i64 rows, i64 inner, const void* ids, bool ids32,
             if (!id_ok(id, i, rows, f)) continue;
             T& o = out[id * inner + k];
             const T v = updates[i * inner + k];
-            o = overwrite ? v : static_cast<T>(o + v);
+            o = overwrite ? v : k::wrap_add(o, v);
         }
     }
 }

@@ -719,7 +719,7 @@ struct gather_grad_op : ops::gather_op {
         const Tensor& idx = c.in(Index);
         const ops::axis_split g = ops::split_at_axis(x.shape(), c.attr(axis).i);
         ck::gather_grad<T>(g.outer, g.d, g.inner, idx.raw(), idx.dtype() == DataType::INT32, idx.numel(),
-                           c.in(DOut).data<T>(), c.attr(overwrite).b, c.out(0).data<T>(), fault_of(c), stream_of(c));
+                           c.in(DOut).data<T>(), overwrites(c.attrs, x.rank()), c.out(0).data<T>(), fault_of(c), stream_of(c));
     }
 };
 struct scatter_op : ops::scatter_op {

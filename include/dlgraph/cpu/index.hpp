@@ -98,7 +98,7 @@ struct gather_grad_op : ops::gather_op {
         const T* dout = c.in(DOut).data<T>();
         T* dx = c.out(0).data<T>();
         c.fault->raise(with_index(idx, [&](const auto* id) {
-            return kernels::gather_grad(id, idx.numel(), dout, g.outer, g.d, g.inner, c.attr(overwrite).b, dx);
+            return kernels::gather_grad(id, idx.numel(), dout, g.outer, g.d, g.inner, overwrites(c.attrs, x.rank()), dx);
         }));
     }
 };

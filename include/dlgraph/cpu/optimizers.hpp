@@ -6,6 +6,7 @@
 
 #include "dlgraph/cpu/elementwise.hpp"
 #include "dlgraph/kernels/optimizers.hpp"
+#include "dlgraph/kernels/shape.hpp"  // copy_elements
 #include "dlgraph/op.hpp"
 #include "dlgraph/ops/optimizers.hpp"
 
@@ -74,5 +75,53 @@ inline void sgd_kernels(OpDef& d) { d.kernels = cpu_kernels<sgd_op, float, doubl
 inline void momentum_kernels(OpDef& d) { d.kernels = cpu_kernels<momentum_op, float, double>(); }
 inline void adam_kernels(OpDef& d) { d.kernels = cpu_kernels<adam_op<false>, float, double>(); }
 inline void adamw_kernels(OpDef& d) { d.kernels = cpu_kernels<adam_op<true>, float, double>(); }
+
+struct adagrad_op : ops::adagrad_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T lr = *c.in(LearningRate).template data<T>(), eps = static_cast<T>(c.attr(epsilon).f);
+        const T *p = c.in(Param).template data<T>(), *g = c.in(Grad).template data<T>(), *m = c.in(Moment).template data<T>();
+        T *po = c.out(ParamOut).template data<T>(), *mo = c.out(MomentOut).template data<T>();
+        split_loop<T>(c.in(Param).numel(), [&](std::int64_t b, std::int64_t e) {
+            kernels::adagrad(e - b, p + b, g + b, m + b, lr, eps, po + b, mo + b);
+        });
+    }
+};
+struct rmsprop_op : ops::rmsprop_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T lr = *c.in(LearningRate).template data<T>();
+        const T eps = static_cast<T>(c.attr(epsilon).f), dec = static_cast<T>(c.attr(decay).f);
+        const T mom = static_cast<T>(c.attr(momentum).f);
+        const bool cen = c.attr(centered).b;
+        const T *p = c.in(Param).template data<T>(), *g = c.in(Grad).template data<T>();
+        const T *ms = c.in(MeanSquare).template data<T>(), *m = c.in(Moment).template data<T>();
+        const T* mg = cen ? c.in(MeanGrad).template data<T>() : nullptr;
+        T *po = c.out(ParamOut).template data<T>(), *mso = c.out(MeanSquareOut).template data<T>();
+        T *mo = c.out(MomentOut).template data<T>(), *mgo = cen ? c.out(MeanGradOut).template data<T>() : nullptr;
+        split_loop<T>(c.in(Param).numel(), [&](std::int64_t b, std::int64_t e) {
+            kernels::rmsprop(e - b, p + b, g + b, ms + b, m + b, mg ? mg + b : nullptr, lr, eps, dec, mom, cen, po + b, mso + b,
+                             mo + b, mgo ? mgo + b : nullptr);
+        });
+        if (!cen && c.out_count(MeanGradOut) && c.out(MeanGradOut).raw() != c.in(MeanGrad).raw())
+            kernels::copy_elements(c.in(MeanGrad).template data<T>(), c.in(MeanGrad).numel(), c.out(MeanGradOut).template data<T>());
+    }
+};
+// One pass over the whole parameter (the trust ratio's norms), not split.
+struct lamb_op : ops::lamb_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        const T b1 = static_cast<T>(c.attr(beta1).f), b2 = static_cast<T>(c.attr(beta2).f);
+        const T b1p = *c.in(Beta1Pow).template data<T>(), b2p = *c.in(Beta2Pow).template data<T>();
+        kernels::lamb(c.in(Param).numel(), c.in(Param).template data<T>(), c.in(Grad).template data<T>(),
+                      c.in(Moment1).template data<T>(), c.in(Moment2).template data<T>(), *c.in(LearningRate).template data<T>(),
+                      b1, b2, static_cast<T>(c.attr(epsilon).f), static_cast<T>(c.attr(weight_decay).f), b1p, b2p,
+                      c.out(ParamOut).template data<T>(), c.out(Moment1Out).template data<T>(),
+                      c.out(Moment2Out).template data<T>());
+        *c.out(Beta1PowOut).template data<T>() = b1p * b1;
+        *c.out(Beta2PowOut).template data<T>() = b2p * b2;
+    }
+};
+
+inline void adagrad_kernels(OpDef& d) { d.kernels = cpu_kernels<adagrad_op, float, double>(); }
+inline void rmsprop_kernels(OpDef& d) { d.kernels = cpu_kernels<rmsprop_op, float, double>(); }
+inline void lamb_kernels(OpDef& d) { d.kernels = cpu_kernels<lamb_op, float, double>(); }
 
 }  // namespace dlgraph::cpu_ops

@@ -77,9 +77,12 @@ struct pow_fn {
 // Paddle's elementwise_mod and elementwise_floordiv, Python's rounding: the
 // remainder takes the divisor's sign, the quotient rounds toward -inf. On
 // integers a divisor of 0 is a fault the caller finds first (find_zero) and
-// -1 is answered without dividing (INT_MIN % -1 traps); floats follow fmod
-// and floor(a / b), as Paddle's kernels. Scalar only (no vector path); the
-// gradients exist for a device's shared visitors, and no grad op uses them.
+// -1 is answered without dividing (INT_MIN % -1 traps). Floats: the
+// remainder from fmod (exact); the quotient is CPython's float //, (a -
+// fmod(a, b)) / b corrected to agree with that remainder and rounded to the
+// nearest integer, so 1.0 // 0.1 is 9 (floor(a / b) would give 10, whose
+// remainder is not mod's). Scalar only (no vector path); the gradients
+// exist for a device's shared visitors, and no grad op uses them.
 struct mod_fn {
     static constexpr bool grad_reads_out = false;
     template <class V> DLGRAPH_HD V operator()(V a, V b) const {
@@ -101,7 +104,14 @@ struct mod_fn {
             const V q = static_cast<V>(a / b);
             return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<V>(q - 1) : q;
         } else {
-            return std::floor(a / b);
+            if (b == V(0)) return a / b;  // inf or NaN, as NumPy's
+            const V m = std::fmod(a, b);
+            V div = (a - m) / b;
+            if (m != V(0) && ((b < V(0)) != (m < V(0)))) div -= V(1);
+            if (div == V(0)) return std::copysign(V(0), a / b);
+            V q = std::floor(div);
+            if (div - q > V(0.5)) q += V(1);
+            return q;
         }
     }
 };

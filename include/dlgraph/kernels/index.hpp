@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "dlgraph/kernels/config.hpp"
+#include "dlgraph/kernels/vec.hpp"  // wrap_add
 
 namespace dlgraph::kernels {
 
@@ -123,22 +124,31 @@ inline fault gather_grad(const I* idx, std::int64_t n, const T* dout, std::int64
 // out = x (rows of `inner`, `rows` of them), then row ids[i] of out gets
 // updates[i]: with overwrite in order of i (the last write stays), else the
 // rows named by ids are zeroed and every update added in order (Paddle's
-// scatter). out may be x itself.
+// scatter; integers wrap). out may be x itself. Every id is checked first;
+// each is checked again where it is used, since a program may name the ids
+// as the op's output too (then the copy of x has overwritten them: the
+// results are meaningless, but nothing outside out is written).
 template <class T, class I>
 inline fault scatter(const T* x, std::int64_t rows, std::int64_t inner, const I* ids, std::int64_t n, const T* updates,
                      bool overwrite, T* out) noexcept {
     if (const fault f = check_ids(ids, n, rows, no_padding)) return f;
-    if (out != x && rows * inner > 0) std::memcpy(out, x, static_cast<std::size_t>(rows * inner) * sizeof(T));
+    if (out != x && rows * inner > 0) std::memmove(out, x, static_cast<std::size_t>(rows * inner) * sizeof(T));
+    auto row = [&](std::int64_t i) -> T* {
+        const std::int64_t id = static_cast<std::int64_t>(ids[i]);
+        return id >= 0 && id < rows ? out + id * inner : nullptr;
+    };
     if (!overwrite)
         for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t k = 0; k < inner; ++k) out[static_cast<std::int64_t>(ids[i]) * inner + k] = T(0);
+            if (T* o = row(i))
+                for (std::int64_t k = 0; k < inner; ++k) o[k] = T(0);
     for (std::int64_t i = 0; i < n; ++i) {
-        T* o = out + static_cast<std::int64_t>(ids[i]) * inner;
+        T* o = row(i);
+        if (!o) continue;
         const T* u = updates + i * inner;
         if (overwrite)
             for (std::int64_t k = 0; k < inner; ++k) o[k] = u[k];
         else
-            for (std::int64_t k = 0; k < inner; ++k) o[k] += u[k];
+            for (std::int64_t k = 0; k < inner; ++k) o[k] = wrap_add(o[k], u[k]);
     }
     return {};
 }

@@ -1,6 +1,8 @@
 // Optimizer updates over raw arrays, the kernel core of ops/optimizers.hpp:
-// sgd, momentum (optionally Nesterov), adam and adamw over elements [0, n), with the
-// hyper-parameters as plain values (a device may split a parameter into ranges).
+// sgd, momentum (optionally Nesterov), adam, adamw, adagrad and rmsprop over
+// elements [0, n), with the hyper-parameters as plain values (a device may
+// split a parameter into ranges); lamb over a whole parameter (its trust
+// ratio needs two norms).
 #pragma once
 
 #include <cmath>
@@ -118,6 +120,75 @@ inline void adamw(N n, const T* param, const T* grad, const T* moment1, const T*
                   T epsilon, T beta1_pow, T beta2_pow, T coeff, T* param_out, T* moment1_out, T* moment2_out) noexcept {
     adam_update<true>(n, param, grad, moment1, moment2, lr, beta1, beta2, epsilon, beta1_pow, beta2_pow, lr * coeff,
                       param_out, moment1_out, moment2_out);
+}
+
+// Adagrad (Paddle's): m += g^2; p -= lr * g / (sqrt(m) + epsilon).
+template <class T, class N>
+inline void adagrad(N n_, const T* param, const T* grad, const T* moment, T lr, T epsilon, T* param_out,
+                    T* moment_out) noexcept {
+    const std::int64_t n = extent(n_);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T g = grad[i], m = moment[i] + g * g;
+        moment_out[i] = m;
+        param_out[i] = param[i] - lr * g / (std::sqrt(m) + epsilon);
+    }
+}
+
+// RMSProp (Paddle's rmsprop op): ms = decay ms + (1 - decay) g^2; centered:
+// mg = decay mg + (1 - decay) g and the denominator sqrt(ms - mg^2 + eps),
+// else sqrt(ms + eps); mom = momentum mom + lr g / denominator; p -= mom.
+// mean_grad and mean_grad_out are read and written only when centered.
+template <class T, class N>
+inline void rmsprop(N n_, const T* param, const T* grad, const T* mean_square, const T* moment, const T* mean_grad, T lr,
+                    T epsilon, T decay, T momentum, bool centered, T* param_out, T* mean_square_out, T* moment_out,
+                    T* mean_grad_out) noexcept {
+    const std::int64_t n = extent(n_);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T g = grad[i];
+        const T ms = decay * mean_square[i] + (T(1) - decay) * g * g;
+        T den;
+        if (centered) {
+            const T mg = decay * mean_grad[i] + (T(1) - decay) * g;
+            mean_grad_out[i] = mg;
+            den = std::sqrt(ms - mg * mg + epsilon);
+        } else {
+            den = std::sqrt(ms + epsilon);
+        }
+        const T mom = momentum * moment[i] + lr * g / den;
+        mean_square_out[i] = ms;
+        moment_out[i] = mom;
+        param_out[i] = param[i] - mom;
+    }
+}
+
+// LAMB (You et al.; Paddle's lamb op): Adam's moments with bias corrections
+// from beta1_pow/beta2_pow, r = m1_hat / (sqrt(m2_hat) + epsilon) +
+// weight_decay * p, and p -= lr * trust * r, trust = |p| / |r| (1 when
+// either norm is 0). Two passes over the parameter: the norms, then the
+// update (r computed again, the same bits). Outputs may alias inputs: the
+// first pass writes only the moments' outputs, which the second reads.
+template <class T, class N>
+inline void lamb(N n_, const T* param, const T* grad, const T* moment1, const T* moment2, T lr, T beta1, T beta2,
+                 T epsilon, T weight_decay, T beta1_pow, T beta2_pow, T* param_out, T* moment1_out,
+                 T* moment2_out) noexcept {
+    const std::int64_t n = extent(n_);
+    double pn = 0, rn = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T g = grad[i];
+        const T a = beta1 * moment1[i] + (T(1) - beta1) * g;
+        const T b = beta2 * moment2[i] + (T(1) - beta2) * g * g;
+        moment1_out[i] = a;
+        moment2_out[i] = b;
+        const T r = (a / (T(1) - beta1_pow)) / (std::sqrt(b / (T(1) - beta2_pow)) + epsilon) + weight_decay * param[i];
+        pn += static_cast<double>(param[i]) * static_cast<double>(param[i]);
+        rn += static_cast<double>(r) * static_cast<double>(r);
+    }
+    const T trust = pn > 0 && rn > 0 ? static_cast<T>(std::sqrt(pn) / std::sqrt(rn)) : T(1);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const T a = moment1_out[i], b = moment2_out[i];
+        const T r = (a / (T(1) - beta1_pow)) / (std::sqrt(b / (T(1) - beta2_pow)) + epsilon) + weight_decay * param[i];
+        param_out[i] = param[i] - lr * trust * r;
+    }
 }
 
 }  // namespace dlgraph::kernels

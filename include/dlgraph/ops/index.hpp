@@ -179,10 +179,10 @@ inline std::int64_t index_count(const InferContext& c, int slot, const std::stri
 }
 
 // gather: Out = X's rows along `axis` picked by Index (Out's dim axis is N).
-// gather_grad (X, Index, Out@GRAD -> X@GRAD) adds each row back, or assigns
-// it with `overwrite` (Paddle's attribute, true unless given; paddle.gather
-// sets it false, as the builder does; with repeated ids only false gives
-// the true gradient). Deviation: the Axis tensor input is not supported.
+// gather_grad (X, Index, Out@GRAD -> X@GRAD) adds each row back, or along
+// axis 0 assigns it with `overwrite` (Paddle's attribute, true unless
+// given; paddle.gather sets it false, as the builder does; with repeated
+// ids only false gives the true gradient). Deviation: the Axis tensor input is not supported.
 struct gather_op {
     enum { X = 0, Index = 1, DOut = 2 };
     enum { overwrite = 0, axis = 1 };
@@ -195,6 +195,12 @@ struct gather_op {
         return out;
     }
     static void infer(const InferContext& c) { c.set(0, c.dtype(X), out_shape(c)); }
+    // Whether gather_grad assigns (overwrite, along axis 0 only: Paddle's
+    // gradient along another axis always adds).
+    static bool overwrites(const Attribute* attrs, int rank) {
+        const std::int64_t a = attrs[axis].i;
+        return attrs[overwrite].b && (a < 0 ? a + rank : a) == 0;
+    }
     static void infer_grad(const InferContext& c) {
         c.same_dtype({X, DOut});
         check_grad_shape(c, out_shape(c), DOut, "Out@GRAD");

@@ -1,5 +1,5 @@
 // Optimizers as ops (PaddlePaddle's slots), their definitions: sgd, momentum,
-// adam, adamw. Each reads a parameter, its gradient, a learning-rate variable and its
+// adam, adamw, adagrad, rmsprop, lamb. Each reads a parameter, its gradient, a learning-rate variable and its
 // state, and writes the parameter and state back in place (ParamOut names the
 // Param variable). The updates are in kernels/optimizers.hpp, the CPU kernels
 // in cpu/optimizers.hpp.
@@ -112,5 +112,78 @@ inline OpDef adamw_def() {
     return d;
 }
 
-}  // namespace dlgraph::ops
+// Adagrad: Moment accumulates Grad^2; Param -= lr * Grad / (sqrt(Moment) + epsilon).
+struct adagrad_op {
+    enum { Param = 0, Grad = 1, Moment = 2, LearningRate = 3 };
+    enum { ParamOut = 0, MomentOut = 1 };
+    enum { epsilon = 0 };
+    static void infer(const InferContext& c) {
+        c.dtype_in(Param, {DataType::FP32, DataType::FP64});
+        c.same_dtype({Param, Grad, Moment, LearningRate});
+        detail::check_like_param(c, {Grad, Moment}, LearningRate);
+        c.set(ParamOut, c.dtype(Param), c.shape(Param));
+        c.set(MomentOut, c.dtype(Param), c.shape(Param));
+    }
+};
+inline OpDef adagrad_def() {
+    OpDef d{"adagrad", {{"Param"}, {"Grad"}, {"Moment"}, {"LearningRate"}}, {{"ParamOut"}, {"MomentOut"}},
+            {{"epsilon", Attribute::make_float("epsilon", 1e-6)}}, &adagrad_op::infer};
+    d.doc = "Adagrad: Moment += Grad^2; Param -= lr * Grad / (sqrt(Moment) + epsilon)";
+    return d;
+}
 
+// RMSProp, Paddle's slots: MeanGrad and MeanGradOut are needed when
+// centered (otherwise MeanGradOut, if given, is a copy of MeanGrad).
+struct rmsprop_op {
+    enum { Param = 0, MeanSquare = 1, Grad = 2, Moment = 3, LearningRate = 4, MeanGrad = 5 };
+    enum { ParamOut = 0, MomentOut = 1, MeanSquareOut = 2, MeanGradOut = 3 };
+    enum { epsilon = 0, decay = 1, momentum = 2, centered = 3 };
+    static void infer(const InferContext& c) {
+        c.dtype_in(Param, {DataType::FP32, DataType::FP64});
+        c.same_dtype({Param, MeanSquare, Grad, Moment, LearningRate});
+        detail::check_like_param(c, {MeanSquare, Grad, Moment}, LearningRate);
+        const bool centered_ = c.attr(centered).b;
+        if (centered_ && (!c.in_count(MeanGrad) || !c.out_count(MeanGradOut)))
+            c.fail("dlgraph.shape.optimizer", "centered rmsprop needs MeanGrad and MeanGradOut");
+        // Paddle's RMSProp passes MeanGrad and MeanGradOut either way; not
+        // centered, MeanGradOut is MeanGrad unchanged.
+        if (c.out_count(MeanGradOut) && !c.in_count(MeanGrad))
+            c.fail("dlgraph.shape.optimizer", "MeanGradOut needs MeanGrad");
+        if (c.in_count(MeanGrad)) {
+            c.same_dtype({Param, MeanGrad});
+            detail::check_like_param(c, {MeanGrad}, LearningRate);
+        }
+        for (int o : {ParamOut, MomentOut, MeanSquareOut}) c.set(o, c.dtype(Param), c.shape(Param));
+        if (c.out_count(MeanGradOut)) c.set(MeanGradOut, c.dtype(Param), c.shape(Param));
+    }
+};
+inline OpDef rmsprop_def() {
+    OpDef d{"rmsprop",
+            {{"Param"}, {"MeanSquare"}, {"Grad"}, {"Moment"}, {"LearningRate"}, {"MeanGrad", false, true}},
+            {{"ParamOut"}, {"MomentOut"}, {"MeanSquareOut"}, {"MeanGradOut", false, true}},
+            {{"epsilon", Attribute::make_float("epsilon", 1e-10)},
+             {"decay", Attribute::make_float("decay", 0.9)},
+             {"momentum", Attribute::make_float("momentum", 0.0)},
+             {"centered", Attribute::make_bool("centered", false)}},
+            &rmsprop_op::infer};
+    d.doc = "RMSProp (optionally centered, with momentum)";
+    return d;
+}
+
+// LAMB: adam's slots; attributes beta1, beta2, epsilon (1e-6) and
+// weight_decay (0.01).
+struct lamb_op : adam_op {
+    enum { beta1 = 0, beta2 = 1, epsilon = 2, weight_decay = 3 };
+};
+inline OpDef lamb_def() {
+    OpDef d = adam_def();
+    d.type = "lamb";
+    d.attrs = {{"beta1", Attribute::make_float("beta1", 0.9)},
+               {"beta2", Attribute::make_float("beta2", 0.999)},
+               {"epsilon", Attribute::make_float("epsilon", 1e-6)},
+               {"weight_decay", Attribute::make_float("weight_decay", 0.01)}};
+    d.doc = "LAMB: Adam's direction plus weight decay, scaled by the trust ratio |Param| / |direction|";
+    return d;
+}
+
+}  // namespace dlgraph::ops
