@@ -12,19 +12,21 @@
 
 namespace dlgraph::cpu_ops {
 
+// f(ids) with ids (lookup_table's Ids, gather's Index, scatter's Ids) as
+// its integer type, INT32 or INT64.
+template <class F> kernels::fault with_index(const Tensor& ids, F f) {
+    if (ids.dtype() == DataType::INT32) return f(ids.data<std::int32_t>());
+    return f(ids.data<std::int64_t>());
+}
+
 template <bool V2> struct lookup_table_op : ops::lookup_table_op<V2> {
     using base = ops::lookup_table_op<V2>;
-    // f(ids) with Ids as its integer type.
-    template <class F> static kernels::fault with_ids(const Tensor& ids, F f) {
-        if (ids.dtype() == DataType::INT32) return f(ids.data<std::int32_t>());
-        return f(ids.data<std::int64_t>());
-    }
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& w = c.in(base::W);
         const Tensor& ids = c.in(base::Ids);
         const std::int64_t pad = c.attr(base::padding_idx).i;
         T* out = c.out(0).data<T>();
-        c.fault->raise(with_ids(ids, [&](const auto* id) {
+        c.fault->raise(with_index(ids, [&](const auto* id) {
             return kernels::lookup_table(w.data<T>(), w.shape()[0], w.shape()[1], id, ids.numel(), pad, out);
         }));
     }
@@ -38,7 +40,7 @@ template <bool V2> struct lookup_table_grad_op : lookup_table_op<V2> {
         const std::int64_t pad = c.attr(base::padding_idx).i;
         const T* dout = c.in(base::DOut).template data<T>();
         T* dw = c.out(0).data<T>();
-        c.fault->raise(lookup_table_op<V2>::with_ids(ids, [&](const auto* id) {
+        c.fault->raise(with_index(ids, [&](const auto* id) {
             return kernels::lookup_table_grad(id, ids.numel(), dout, w.shape()[0], w.shape()[1], pad, dw);
         }));
     }
@@ -73,11 +75,6 @@ inline void lookup_table_v2_grad_kernels(OpDef& d) {
 inline void one_hot_kernels(OpDef& d) { d.kernels = cpu_kernels<one_hot_op<false>, std::int32_t, std::int64_t>(); }
 inline void one_hot_v2_kernels(OpDef& d) { d.kernels = cpu_kernels<one_hot_op<true>, std::int32_t, std::int64_t>(); }
 
-// gather and scatter with Index/Ids as their integer type.
-template <class F> kernels::fault with_index(const Tensor& ids, F f) {
-    if (ids.dtype() == DataType::INT32) return f(ids.data<std::int32_t>());
-    return f(ids.data<std::int64_t>());
-}
 
 struct gather_op : ops::gather_op {
     template <class T> static void compute(cpu, const KernelContext& c) {

@@ -150,11 +150,9 @@ struct smooth_l1_loss_op {
     enum { X = 0, Y = 1, InsideWeight = 2, OutsideWeight = 3 };
     enum { Diff = 0, Out = 1 };
     enum { sigma = 0 };
-    // Checks a weight slot against X's shape `s`.
-    static void check_weight(const InferContext& c, int slot, const Shape& s, const std::string& name, int like) {
-        if (!c.in_count(slot)) return;
-        same_shape_pair(c, like, slot, like == X ? "X" : "Diff", name);
-        (void)s;
+    // Checks a weight slot, when given, against input `like` (X or Diff).
+    static void check_weight(const InferContext& c, int slot, const std::string& name, int like) {
+        if (c.in_count(slot)) same_shape_pair(c, like, slot, like == X ? "X" : "Diff", name);
     }
     static Shape rows_shape(const InferContext& c, const Shape& s) {
         if (s.rank() < 1) c.fail("dlgraph.shape.loss", "X is " + to_string(s) + ": it must be [N, ...]");
@@ -164,8 +162,8 @@ struct smooth_l1_loss_op {
     }
     static void infer(const InferContext& c) {
         const Shape s = same_shape_pair(c, X, Y, "X", "Y");
-        check_weight(c, InsideWeight, s, "InsideWeight", X);
-        check_weight(c, OutsideWeight, s, "OutsideWeight", X);
+        check_weight(c, InsideWeight, "InsideWeight", X);
+        check_weight(c, OutsideWeight, "OutsideWeight", X);
         c.set(Diff, c.dtype(X), s);
         c.set(Out, c.dtype(X), rows_shape(c, s));
     }
@@ -177,8 +175,8 @@ struct smooth_l1_loss_grad_op {
         c.dtype_in(Diff, {DataType::FP32, DataType::FP64});
         c.same_dtype({Diff, DOut});
         const Shape& s = c.shape(Diff);
-        smooth_l1_loss_op::check_weight(c, InsideWeight, s, "InsideWeight", Diff);
-        smooth_l1_loss_op::check_weight(c, OutsideWeight, s, "OutsideWeight", Diff);
+        smooth_l1_loss_op::check_weight(c, InsideWeight, "InsideWeight", Diff);
+        smooth_l1_loss_op::check_weight(c, OutsideWeight, "OutsideWeight", Diff);
         check_grad_shape(c, smooth_l1_loss_op::rows_shape(c, s), DOut, "Out@GRAD");
         if (c.out_count(DX)) c.set(DX, c.dtype(Diff), s);
         if (c.out_count(DY)) c.set(DY, c.dtype(Diff), s);
