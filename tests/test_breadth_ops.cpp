@@ -517,7 +517,7 @@ TEST_CASE("scatter: gradients by finite differences (X and Updates), Paddle's gr
           std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
 }
 
-TEST_CASE("scatter: integer sums wrap; a program that names Ids as Out writes nothing outside it") {
+TEST_CASE("scatter: integer sums wrap, a program that names Ids as Out writes nothing outside it") {
     Program p;
     auto x = p.input<std::int32_t>("x", {1});
     auto ids = p.input<std::int64_t>("ids", {2});
@@ -622,7 +622,7 @@ TEST_CASE_TEMPLATE("elementwise_mod and elementwise_floordiv follow Python's % a
     }
 }
 
-TEST_CASE("elementwise_mod and elementwise_floordiv: an integer divisor of zero is an error; no gradient") {
+TEST_CASE("elementwise_mod and elementwise_floordiv: an integer divisor of zero is an error, no gradient") {
     for (const char* op : {"elementwise_mod", "elementwise_floordiv"}) {
         CAPTURE(op);
         Program p;

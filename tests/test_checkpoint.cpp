@@ -527,7 +527,7 @@ CliRun cli(const CkTempDir& dir, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("cli: run --backward LOSS fetches gradients; --params reads a checkpoint" * doctest::skip(no_cli)) {
+TEST_CASE("cli: run --backward LOSS fetches gradients, --params reads a checkpoint" * doctest::skip(no_cli)) {
     CkTempDir tmp;
     // loss = reduce_sum(w * x): d loss / d w = x. x is fed, not a parameter: it gets no gradient.
     Program p;

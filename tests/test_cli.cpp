@@ -545,7 +545,7 @@ TEST_CASE("cli: bench errors: one line on stderr with the right id" * doctest::s
     check_error(run_cli(n.dir, base), "dlgraph.shape.feed", "'x'");
 }
 
-TEST_CASE("cli: --max-memory refuses a plan that needs more; --lenient drops Paddle's framework attributes" *
+TEST_CASE("cli: --max-memory refuses a plan that needs more, --lenient drops Paddle's framework attributes" *
           doctest::skip(no_cli)) {
     CliNet n;
     const std::string o = " --out " + q(n.dir.file("o"));

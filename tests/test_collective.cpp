@@ -119,7 +119,7 @@ TEST_CASE("collectives: the gradient of c_allreduce_sum is the all-reduced gradi
     CHECK(append_backward(reduce_sum(c_allreduce(y, ReduceOp::max))).empty());
 }
 
-TEST_CASE("data parallel: one all-reduce and a 1/nranks scale per gradient; on one process, the same bits") {
+TEST_CASE("data parallel: one all-reduce and a 1/nranks scale per gradient, on one process, the same bits") {
     auto build = [](Program& p, int nranks) {
         auto x = p.input<float>("x", {-1, 4});
         auto w = p.parameter<float>("w", {4, 3}, init::uniform(-1, 1, 5));

@@ -106,7 +106,7 @@ TEST_CASE("concurrency: 8 threads, each with its own Session of one program, tra
     if (!sanitized && rss_warm) CHECK(resident_bytes() <= rss_warm + rss_warm / 20 + (2u << 20));
 }
 
-TEST_CASE("concurrency: 8 threads sharing one Session evaluate and train; calls are serialized, results exact") {
+TEST_CASE("concurrency: 8 threads sharing one Session evaluate and train, calls are serialized, results exact") {
     net n;
     constexpr int threads = 8;
     Session<cpu> shared(n.p);

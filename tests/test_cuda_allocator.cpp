@@ -43,7 +43,7 @@ constexpr std::size_t MiB = std::size_t(1) << 20;
 
 }  // namespace
 
-TEST_CASE("cuda allocator: a freed block is reused without a new segment; sizes round to 512 bytes") {
+TEST_CASE("cuda allocator: a freed block is reused without a new segment, sizes round to 512 bytes") {
     host_source src;
     caching_allocator a(src);
     void* p = a.allocate(1000);

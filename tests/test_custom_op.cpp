@@ -341,7 +341,7 @@ TEST_CASE("a registered element-wise op fuses like a built-in one, with the same
     }
 }
 
-TEST_CASE("a registered op's kernel for a device runs there; without one, the op runs on the host") {
+TEST_CASE("a registered op's kernel for a device runs there, without one, the op runs on the host") {
     register_test_ops();
     test_support::counting_device::ops = {"relu"};
     Program p;

@@ -56,7 +56,7 @@ int count_type(const ExecutionPlan& p, std::string_view type) {
 
 }  // namespace
 
-TEST_CASE("device: an op the device lacks runs on the host, with one copy each way; the bits are the CPU's") {
+TEST_CASE("device: an op the device lacks runs on the host, with one copy each way, the bits are the CPU's") {
     ops_on_device only({"mul", "elementwise_add", "relu"});  // not softmax
     small_mlp n;
     Session<cpu> ref(n.p);
@@ -162,7 +162,7 @@ TEST_CASE("device: a copy to the device starts the run of device steps it feeds,
           "memcpy_h2d(c) elementwise_add relu memcpy_d2h(relu_1) ");
 }
 
-TEST_CASE("device: a value read by several device steps is copied once; a host step writing a device value copies it back") {
+TEST_CASE("device: a value read by several device steps is copied once, a host step writing a device value copies it back") {
     SUBCASE("one copy per value and place") {
         Program p;
         auto x = p.input<double>("x", {4});
@@ -214,7 +214,7 @@ TEST_CASE("device: a value read by several device steps is copied once; a host s
     }
 }
 
-TEST_CASE("device: training is bit-identical to the CPU; checkpoints and set_scalar go through host copies") {
+TEST_CASE("device: training is bit-identical to the CPU, checkpoints and set_scalar go through host copies") {
     auto build = [](Program& p) {
         auto x = p.input<float>("x", {-1, 5});
         auto label = p.input<std::int64_t>("label", {-1, 1});
@@ -404,7 +404,7 @@ TEST_CASE("device: a persistable the plan only writes goes back to device memory
     CHECK(lr->item<float>() == 0.125f);
 }
 
-TEST_CASE("device: a run that fails leaves no device work queued; a failed allocation leaves the session working") {
+TEST_CASE("device: a run that fails leaves no device work queued, a failed allocation leaves the session working") {
     ops_on_device only({"relu", "mul"});
     Program p;
     auto x = p.input<float>("x", {-1, 5});

@@ -33,7 +33,7 @@ Tensor ones(const Shape& s) {
 
 }  // namespace
 
-TEST_CASE("dropout zeroes elements with its probability; both implementations") {
+TEST_CASE("dropout zeroes elements with its probability, both implementations") {
     for (const char* impl : {"downgrade_in_infer", "upscale_in_train"}) {
         for (double prob : {0.0, 0.3, 0.75, 1.0}) {
             INFO(impl << " p " << prob);

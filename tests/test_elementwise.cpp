@@ -228,7 +228,7 @@ TEST_CASE("binary ops: unknown dims, shape errors, integer division by zero") {
                                        {"dlgraph.value.div0", "division by zero"});
 }
 
-TEST_CASE("integer division by zero is an error on any thread count, wherever the zero is; INT_MIN / -1 wraps") {
+TEST_CASE("integer division by zero is an error on any thread count, wherever the zero is, INT_MIN / -1 wraps") {
     using dlgraph::Program;
     // Long enough that two threads split the loop (over 65,536 elements each).
     const std::size_t n = 1'000'000;

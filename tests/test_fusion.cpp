@@ -113,7 +113,7 @@ TEST_CASE_TEMPLATE("fusion: inputs at any offset from a cache line give the unfu
     }
 }
 
-TEST_CASE("fusion: bias and ReLU after a matrix product fuse; the product does not") {
+TEST_CASE("fusion: bias and ReLU after a matrix product fuse, the product does not") {
     Program p;
     auto x = p.input<float>("x", {-1, 33});
     auto w = p.input<float>("w", {33, 70});

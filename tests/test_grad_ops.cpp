@@ -229,7 +229,7 @@ TEST_CASE("square_error_cost is (input - label)^2, Paddle's two ops, and its gra
 }
 
 // Paddle's bce_loss: (label - 1) * max(log(1 - x), -100) - label * max(log(x), -100).
-TEST_CASE("bce_loss is Paddle's clipped binary cross entropy; its gradient matches finite differences") {
+TEST_CASE("bce_loss is Paddle's clipped binary cross entropy, its gradient matches finite differences") {
     Program p;
     auto x = p.input<double>("x", {2, 4});
     auto label = p.input<double>("label", {2, 4});
@@ -253,7 +253,7 @@ TEST_CASE("bce_loss is Paddle's clipped binary cross entropy; its gradient match
     }, {{"label", fp64_tensor(random({3, 5}, 71, 0.0, 1.0))}});
 }
 
-TEST_CASE("bce_loss: an X outside [0, 1] is a clear error and the session keeps working; bad shapes and dtypes") {
+TEST_CASE("bce_loss: an X outside [0, 1] is a clear error and the session keeps working, bad shapes and dtypes") {
     Program p;
     auto x = p.input<float>("x", {-1});
     auto label = p.input<float>("label", {-1});
@@ -266,8 +266,8 @@ TEST_CASE("bce_loss: an X outside [0, 1] is a clear error and the session keeps 
     CHECK_THROWS_CONTAINING(s.eval(loss, {{x, nan}, {label, lv}}), value_error, "[dlgraph.value.prob]", "X[1] is nan");
     CHECK(s.eval(loss, {{x, good}, {label, lv}})(0) == doctest::Approx(-std::log(0.25)));
     const xt::xarray<float> short_label = {1.0f, 0.0f};
-    CHECK_THROWS_CONTAINING(s.eval(loss, {{x, good}, {label, short_label}}), shape_error, "[dlgraph.shape.bce_loss]",
-                            "X is [3] but Label is [2]: bce_loss takes X and Label of one shape");
+    CHECK_THROWS_CONTAINING(s.eval(loss, {{x, good}, {label, short_label}}), shape_error, "[dlgraph.shape.loss]",
+                            "X is [3] but Label is [2]: bce_loss takes them of one shape");
     Program q;
     q.input<double>("x", {3});
     q.input<float>("label", {3});

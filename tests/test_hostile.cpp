@@ -124,7 +124,7 @@ TEST_CASE("hostile: a .npy header whose dims overflow, even beside a zero dim, i
     CHECK(parse_npy(npy_with_shape("(3, 0)"), "x.npy").shape() == Shape{3, 0});
 }
 
-TEST_CASE("hostile: integer arithmetic wraps around as NumPy's does; float to integer saturates") {
+TEST_CASE("hostile: integer arithmetic wraps around as NumPy's does, float to integer saturates") {
     constexpr std::int32_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
     Program p;
     auto a = p.input<std::int32_t>("a", {-1});

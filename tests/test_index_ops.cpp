@@ -277,7 +277,7 @@ template <class T, class I> void check_one_hot(bool v2, bool allow) {
             CHECK(got[i * static_cast<std::size_t>(depth) + static_cast<std::size_t>(k)] == T(ids[i] == k ? 1 : 0));
 }
 
-TEST_CASE_TEMPLATE("one_hot / one_hot_v2: rows of INT64 and INT32 ids in four dtypes; out of range", T, float, double,
+TEST_CASE_TEMPLATE("one_hot / one_hot_v2: rows of INT64 and INT32 ids in four dtypes, out of range", T, float, double,
                    std::int32_t, std::int64_t) {
     for (bool v2 : {false, true})
         for (bool allow : {false, true}) {
@@ -286,7 +286,7 @@ TEST_CASE_TEMPLATE("one_hot / one_hot_v2: rows of INT64 and INT32 ids in four dt
         }
 }
 
-TEST_CASE("one_hot: the builder is paddle.nn.functional.one_hot; errors by their text") {
+TEST_CASE("one_hot: the builder is paddle.nn.functional.one_hot, errors by their text") {
     Program p;
     auto ids = p.input<std::int64_t>("ids", {-1, 3});
     auto oh = one_hot(ids, 4);

@@ -95,7 +95,7 @@ TEST_CASE_TEMPLATE("kernels::top_k with compile-time extents", T, float, double)
     for (std::size_t i = 0; i < va.size(); ++i) CHECK(same_value(va[i], vb[i]));
 }
 
-TEST_CASE_TEMPLATE("kernels::top_k: k outside [0, n] is a fault with k and the dim; nothing written", T, float, double) {
+TEST_CASE_TEMPLATE("kernels::top_k: k outside [0, n] is a fault with k and the dim, nothing written", T, float, double) {
     const std::vector<T> x = tie_values<T>(2 * 7, 1);
     std::vector<T> vals(2 * 9, T(-5));
     std::vector<std::int64_t> idx(2 * 9, -5);

@@ -295,7 +295,7 @@ TEST_CASE_TEMPLATE("kernels::gemm_serial: operands read in place give the bits o
                 }
 }
 
-TEST_CASE_TEMPLATE("kernels::gemm: K = 0 zeroes C unless accumulating; empty products touch nothing", T, float,
+TEST_CASE_TEMPLATE("kernels::gemm: K = 0 zeroes C unless accumulating, empty products touch nothing", T, float,
                    double) {
     std::vector<T> c(6, T(5));
     CHECK(k::gemm_workspace_size<T>(false, 2, 3, 0) == 0);

@@ -337,7 +337,7 @@ TEST_CASE_TEMPLATE("kernels::softmax_with_cross_entropy and its gradient, hard a
     }
 }
 
-TEST_CASE_TEMPLATE("kernels losses with compile-time extents; soft rows of no classes", T, float, double) {
+TEST_CASE_TEMPLATE("kernels losses with compile-time extents, soft rows of no classes", T, float, double) {
     const std::vector<T> logits = uniform<T>(3 * 7, 41);
     const std::vector<std::int64_t> l = {6, 0, 3};
     std::vector<T> sm_a(21), sm_b(21), loss_a(3), loss_b(3);

@@ -115,7 +115,7 @@ TEST_CASE_TEMPLATE("where: Out is X where Condition holds, else Y", T, float, do
     CHECK(std::vector<T>(v.begin(), v.end()) == std::vector<T>{1, -2, -3, 4, 5, -6});
 }
 
-TEST_CASE("where: gradients of X and Y match finite differences; a masked softmax") {
+TEST_CASE("where: gradients of X and Y match finite differences, a masked softmax") {
     const auto cond = tensor_of<bool>({3, 4}, {true, false, true, true, false, false, true, false, true, true, true, false});
     grad_check::check({{"x", random({3, 4}, 51)}, {"y", random({3, 4}, 52)}},
                       [](P& p, const V& v) { return where(p.input<bool>("c", {3, 4}), v[0], v[1]); }, {{"c", cond}});

@@ -59,7 +59,7 @@ TEST_CASE_TEMPLATE("lookup_table: Out is the rows of W at Ids, 0 at padding_idx"
     }
 }
 
-TEST_CASE("lookup_table: gradient of W matches finite differences; padding rows get none") {
+TEST_CASE("lookup_table: gradient of W matches finite differences, padding rows get none") {
     // Repeated ids (2 and 5 twice) add their rows of Out@GRAD.
     const auto idv = tensor_of<std::int64_t>({8}, {0, 5, 2, 2, 3, 1, 5, 4});
     grad_check::check({{"w", random({6, 3}, 21)}},

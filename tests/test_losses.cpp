@@ -107,7 +107,7 @@ TEST_CASE("sigmoid_cross_entropy_with_logits: the cross entropy of sigmoid(X), i
                              {"X must be FP32 or FP64"});
 }
 
-TEST_CASE("huber_loss: quadratic within delta, linear beyond; Residual; gradients") {
+TEST_CASE("huber_loss: quadratic within delta, linear beyond, Residual, gradients") {
     const auto x = uniform(60, 4, -3, 3), y = uniform(60, 5, -3, 3);
     for (double delta : {0.5, 1.0, 2.5}) {
         CAPTURE(delta);
@@ -132,7 +132,7 @@ TEST_CASE("huber_loss: quadratic within delta, linear beyond; Residual; gradient
     check_throws<shape_error>([&] { huber_loss(xv, xv, -1.0); }, {"dlgraph.shape.attr", "delta is -1", "must not be negative"});
 }
 
-TEST_CASE("smooth_l1_loss: row sums of the smooth L1 of weighted differences; the true gradient") {
+TEST_CASE("smooth_l1_loss: row sums of the smooth L1 of weighted differences, the true gradient") {
     const Shape s{5, 4, 3};
     const auto x = uniform(60, 8, -1, 1), y = uniform(60, 9, -1, 1), iw = uniform(60, 10, 0, 2), ow = uniform(60, 11, 0, 2);
     for (bool weights : {false, true})
@@ -172,7 +172,7 @@ TEST_CASE("smooth_l1_loss: row sums of the smooth L1 of weighted differences; th
                               {"X is [3,2] but InsideWeight is [3,3]"});
 }
 
-TEST_CASE("kldiv_loss: Target * (log(Target) - X) where Target > 0, four reductions; gradients") {
+TEST_CASE("kldiv_loss: Target * (log(Target) - X) where Target > 0, four reductions, gradients") {
     const Shape s{4, 5, 6};
     const auto x = uniform(120, 18, -10, 10);
     auto t = uniform(120, 19, -10, 10);

@@ -159,7 +159,7 @@ TEST_CASE("batch_norm gradients match finite differences, batch and moving stati
     }
 }
 
-TEST_CASE("batch_norm: MomentumTensor overrides momentum; one value per channel passes X through") {
+TEST_CASE("batch_norm: MomentumTensor overrides momentum, one value per channel passes X through") {
     Program p;
     auto x = p.input<double>("x", {-1, 2});
     auto y = batch_norm(x, "bn");

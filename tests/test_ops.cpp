@@ -1121,7 +1121,7 @@ TEST_CASE_TEMPLATE("reduce_prod_grad: groups without a zero, with one, with two"
     for (auto v : got) CHECK_FALSE(std::isnan(v));
 }
 
-TEST_CASE("reduce_all / reduce_any: BOOL over dim sets; empty folds give true and false") {
+TEST_CASE("reduce_all / reduce_any: BOOL over dim sets, empty folds give true and false") {
     const shape_t shape{3, 4, 5};
     std::mt19937_64 g(7);
     auto xv = xt::xarray<bool>::from_shape(shape);
@@ -1318,7 +1318,7 @@ TEST_CASE("squeeze / unsqueeze: Paddle's shapes, the elements unchanged, XShape,
                                        {"dlgraph.shape.axis", "unsqueeze2", "axes entry 5 is out of range for a shape of 3 dims"});
 }
 
-TEST_CASE_TEMPLATE("flip: every set of dims against a direct reference; gradient; errors", T, double, std::int64_t, bool) {
+TEST_CASE_TEMPLATE("flip: every set of dims against a direct reference, gradient, errors", T, double, std::int64_t, bool) {
     const shape_t shape{2, 3, 4};
     auto xv = xt::xarray<T>::from_shape(shape);
     std::mt19937_64 g(9);
@@ -1352,7 +1352,7 @@ TEST_CASE_TEMPLATE("flip: every set of dims against a direct reference; gradient
 
 // ---- slice -------------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("slice: boxes with negative, clamped and empty bounds against a direct reference; gradient; errors", T,
+TEST_CASE_TEMPLATE("slice: boxes with negative, clamped and empty bounds against a direct reference, gradient, errors", T,
                    double, std::int64_t, bool) {
     const shape_t shape{3, 4, 5};
     auto xv = xt::xarray<T>::from_shape(shape);

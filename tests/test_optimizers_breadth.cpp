@@ -50,7 +50,7 @@ template <class T> std::vector<T> values_of(const Tensor& t) {
 }
 }  // namespace
 
-TEST_CASE("adagrad, rmsprop and lamb match reference updates; l2_decay rewrites the gradient") {
+TEST_CASE("adagrad, rmsprop and lamb match reference updates, l2_decay rewrites the gradient") {
     SUBCASE("adagrad") {
         std::vector<double> m(w0.size(), 0.1);
         five_steps([](auto& loss) { return Adagrad(0.2, 1e-6, 0.1).minimize(loss); },

@@ -74,7 +74,7 @@ TEST_CASE("sgd, momentum and adam match reference updates") {
     }
 }
 
-TEST_CASE("evaluating the loss never changes parameters; a step changes each exactly once") {
+TEST_CASE("evaluating the loss never changes parameters, a step changes each exactly once") {
     Program p;
     auto x = p.input<double>("x", {-1, 3});
     auto w = p.parameter<double>("w", {3, 2}, init::uniform(-1, 1, 5));
@@ -112,7 +112,7 @@ TEST_CASE("the learning rate is a variable a schedule can change") {
     CHECK_THROWS_CONTAINING(set_scalar(s, "t", 1.0), graph_error, "'t' is not a persistable variable");
 }
 
-TEST_CASE("adamw matches reference updates; decay_if exempts parameters") {
+TEST_CASE("adamw matches reference updates, decay_if exempts parameters") {
     const std::vector<double> w0{0.5, -1.0, 2.0};
     const xt::xarray<double> target = {1.0, 1.0, -1.0};
     for (bool decays : {true, false}) {
@@ -176,7 +176,7 @@ TEST_CASE_TEMPLATE("learning-rate schedules: step decay, cosine, warm-up, each s
     CHECK(LRSchedule::step_decay(1, 3, 0.5).at(2) == 1.0);
 }
 
-TEST_CASE("a schedule's counter is a persistable the rate follows; a constant rate has none") {
+TEST_CASE("a schedule's counter is a persistable the rate follows, a constant rate has none") {
     Program p;
     auto w = p.parameter<double>("w", {1}, init::constant(0));
     auto loss = reduce_sum(square(w));
@@ -216,7 +216,7 @@ TEST_CASE("clip_by_global_norm scales every gradient by clip / max(clip, global 
     }
 }
 
-TEST_CASE("initializers: same seed, same values; scale follows the fans") {
+TEST_CASE("initializers: same seed, same values, scale follows the fans") {
     Program p;
     auto a = p.parameter<double>("a", {400, 100}, init::xavier_uniform(3));
     auto b = p.parameter<double>("b", {400, 100}, init::kaiming_normal(3));

@@ -24,7 +24,7 @@ int reference_q(float x, float inv_scale) {
 
 }  // namespace
 
-TEST_CASE("quantize_s8: nearest, halves away from zero, clamped; NaN to 0") {
+TEST_CASE("quantize_s8: nearest, halves away from zero, clamped, NaN to 0") {
     const float inv = 1.0f;
     CHECK(k::quantize_s8(0.5f, inv) == 1);
     CHECK(k::quantize_s8(-0.5f, inv) == -1);
