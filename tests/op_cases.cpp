@@ -531,6 +531,22 @@ void fill_cases(case_list& out) {
     fill("rank0", FP32, {}, 2.5);
     fill("empty", FP32, {0, 3}, 1.0);
 
+    // range: Start, End and Step fed, so the planner knows Out's length.
+    auto range = [&](std::string_view variant, DataType t, double start, double end, double step) {
+        case_builder cb(case_name("range", t, variant));
+        const double v[] = {start, end, step};
+        const char* names[] = {"start", "end", "step"};
+        for (int k = 0; k < 3; ++k) cb.in(names[k], t, {1}, special({v[k]}, uni(0, 1)));
+        cb.op("range", {{"Start", {"start"}}, {"End", {"end"}}, {"Step", {"step"}}}, {{"Out", {"out"}}});
+        out.push_back(cb.done());
+    };
+    range("0_1_0.2", FP32, 0, 1, 0.2);
+    range("10_1_minus2", FP64, 10, 1, -2);
+    range("0_5_2", INT32, 0, 5, 2);
+    range("minus1_minus10_minus2", INT64, -1, -10, -2);
+    range("empty", INT32, 0, 0, 1);
+    range("1000", FP64, -3.5, 1000, 0.75);
+
     auto uniform = [&](std::string_view variant, DataType t, std::vector<std::int64_t> shape, double lo, double hi,
                        std::int64_t seed) {
         case_builder cb(case_name("uniform_random", t, variant));
@@ -678,6 +694,26 @@ void matmul_cases(case_list& out) {
     grad("only_y_transpose_x", FP64, {5, 6}, {5, 4}, true, false, 1.0, false, true);
     grad("empty_batch", FP32, {0, 3, 4}, {4, 5}, false, false);
     grad("large_128x256x128", FP32, {128, 256}, {256, 128}, false, false);
+
+    // matmul_v2 (trans_x, trans_y; a 1-D operand is never transposed).
+    auto v2 = [&](std::string_view variant, DataType t, const Shape& xs, const Shape& ys, bool tx, bool ty) {
+        const std::vector<Attribute> at{a_bool("trans_x", tx), a_bool("trans_y", ty)};
+        case_builder cb(case_name("matmul_v2", t, variant));
+        cb.in("x", t, xs, uni(-1, 1)).in("y", t, ys, uni(-1, 1));
+        cb.op("matmul_v2", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}}, at);
+        out.push_back(cb.done());
+        const Shape os = forward_shape("matmul_v2", t, {{"X", xs}, {"Y", ys}}, at, "Out");
+        case_builder g(case_name("matmul_v2_grad", t, variant));
+        g.in("x", t, xs, uni(-1, 1)).in("y", t, ys, uni(-1, 1)).in("out@GRAD", t, os, uni(-1, 1));
+        g.op("matmul_v2_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"out@GRAD"}}},
+             {{"X@GRAD", {"x@GRAD"}}, {"Y@GRAD", {"y@GRAD"}}}, at);
+        out.push_back(g.done());
+    };
+    v2("5x7x3", FP32, {5, 7}, {7, 3}, false, false);
+    v2("trans_both_batched", FP64, {2, 1, 7, 5}, {3, 4, 7}, true, true);
+    v2("x_rank1_trans_ignored", FP64, {7}, {3, 7, 4}, true, false);
+    v2("y_rank1_trans_ignored", FP32, {2, 4, 7}, {7}, false, true);
+    v2("dot", FP64, {6}, {6}, true, true);
 }
 
 // ---- softmax and losses ---------------------------------------------------------------------------

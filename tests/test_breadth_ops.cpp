@@ -20,13 +20,10 @@
 using namespace dlgraph;
 using grad_check::random;
 
+__extension__ typedef __int128 wide;  // exact products of two int64 values (GCC's, hence the marker)
+
 namespace {
 
-template <class T> std::vector<T> values_of(const Tensor& t) {
-    REQUIRE(t.dtype() == dtype_of<T>);
-    const T* p = t.data<T>();
-    return std::vector<T>(p, p + t.numel());
-}
 
 // n values in [lo, hi) (integers truncate), seeded.
 template <class T> std::vector<T> random_of(std::size_t n, unsigned seed, double lo, double hi) {
@@ -37,20 +34,6 @@ template <class T> std::vector<T> random_of(std::size_t n, unsigned seed, double
     return v;
 }
 
-// Row-major multi-index of element i of shape s, and back.
-std::vector<std::int64_t> unravel(std::int64_t i, const Shape& s) {
-    std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank()));
-    for (int d = s.rank() - 1; d >= 0; --d) {
-        idx[static_cast<std::size_t>(d)] = i % s[d];
-        i /= s[d];
-    }
-    return idx;
-}
-std::int64_t ravel(const std::vector<std::int64_t>& idx, const Shape& s) {
-    std::int64_t i = 0;
-    for (int d = 0; d < s.rank(); ++d) i = i * s[d] + idx[static_cast<std::size_t>(d)];
-    return i;
-}
 
 // NumPy's tile: x (shape xs) padded with leading 1s to the longer rank,
 // reps likewise.
@@ -574,7 +557,7 @@ TEST_CASE_TEMPLATE("elementwise_mod and elementwise_floordiv follow Python's % a
         if constexpr (std::is_integral_v<T>) {
             // x == (x // y) * y + x % y exactly, with x % y of y's sign and
             // smaller than |y|: these fix both results.
-            const __int128 q = gf[i], r = gm[i], a = xv[i], b = yv[i];
+            const wide q = gf[i], r = gm[i], a = xv[i], b = yv[i];
             CHECK((r == 0 || (r < 0) == (b < 0)));
             CHECK((r < 0 ? -r : r) < (b < 0 ? -b : b));
             if (!(xv[i] == std::numeric_limits<T>::min() && yv[i] == -1)) CHECK(q * b + r == a);
@@ -935,4 +918,156 @@ TEST_CASE("Paddle's test_elementwise_mod_op.py and test_elementwise_floordiv_op.
         });
     }
     // Not ported: TestElementwiseModOpFp16 (no FP16 kernels).
+}
+
+// ---- range (paddle.arange) --------------------------------------------------
+
+namespace {
+template <class T> Tensor one(T v) { return tensor_of<T>({1}, {v}); }
+}  // namespace
+
+TEST_CASE("Paddle's test_arange.py classes") {
+    // Start, End and Step fed as [1] tensors of the class's dtype; the
+    // reference is np.arange on the class's numbers (float64), cast to the dtype.
+    struct arange_class {
+        const char* name;
+        DataType dtype;
+        double start, end, step;
+    };
+    const arange_class cases[] = {
+        {"TestArangeOp", DataType::FP32, 0, 1, 0.2},         {"TestFloatArangeOp", DataType::FP32, 0, 5, 1},
+        {"TestInt32ArangeOp", DataType::INT32, 0, 5, 2},     {"TestFloat64ArangeOp", DataType::FP64, 10, 1, -2},
+        {"TestInt64ArangeOp", DataType::INT64, -1, -10, -2}, {"TestZeroSizeArangeOp", DataType::INT32, 0, 0, 1},
+    };
+    for (const auto& c : cases) {
+        INFO(c.name);
+        visit_dtype(c.dtype, [&]<class T>(type_tag<T>) {
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                          std::is_same_v<T, std::int64_t>) {
+                std::vector<double> want;  // np.arange: ceil((end - start) / step) values start + i * step
+                const auto n = static_cast<std::int64_t>(std::ceil((c.end - c.start) / c.step));
+                for (std::int64_t i = 0; i < n; ++i) want.push_back(c.start + static_cast<double>(i) * c.step);
+                Program p;
+                auto start = p.input<T>("start", {1});
+                auto end = p.input<T>("end", {1});
+                auto step = p.input<T>("step", {1});
+                auto out = arange(start, end, step);
+                CHECK(out.shape() == Shape{-1});  // not known before the values
+                Session<cpu> s(p);
+                const Tensor got = s.eval({out}, {{start, one(static_cast<T>(c.start))}, {end, one(static_cast<T>(c.end))},
+                                                  {step, one(static_cast<T>(c.step))}})[0];
+                REQUIRE(got.shape() == Shape{n});
+                for (std::int64_t i = 0; i < n; ++i)  // float32: the inputs are rounded to float first (0.2f)
+                    CHECK(static_cast<double>(got.data<T>()[i]) ==
+                          doctest::Approx(static_cast<double>(static_cast<T>(want[static_cast<std::size_t>(i)]))).epsilon(1e-7));
+            }
+        });
+    }
+    // Not ported: TestArangeOpError (int8, which dlgraph has no dtype for),
+    // and the API / imperative classes.
+}
+
+TEST_CASE("range: lengths exact at the integer limits, a float length as Paddle computes it, values not a running sum") {
+    using L = std::numeric_limits<std::int64_t>;
+    Program p;
+    auto a = p.input<std::int64_t>("a", {1});
+    auto b = p.input<std::int64_t>("b", {1});
+    auto c = p.input<std::int64_t>("c", {1});
+    auto r = arange(a, b, c);
+    Session<cpu> s(p);
+    // |End - Start| = 2^64 - 1 does not fit in int64: 4 steps of 2^62.
+    auto got = values_of<std::int64_t>(s.eval({r}, {{a, one(L::min())}, {b, one(L::max())}, {c, one(std::int64_t{1} << 62)}})[0]);
+    CHECK(got == std::vector<std::int64_t>{L::min(), -(std::int64_t{1} << 62), 0, std::int64_t{1} << 62});
+    got = values_of<std::int64_t>(s.eval({r}, {{a, one<std::int64_t>(L::max())}, {b, one<std::int64_t>(L::max() - 7)}, {c, one<std::int64_t>(-3)}})[0]);
+    CHECK(got == std::vector<std::int64_t>{L::max(), L::max() - 3, L::max() - 6});
+
+    // 0.1 * 30 steps: start + i * step, rounded once (a running sum drifts).
+    Program q;
+    auto fa = q.input<double>("a", {1});
+    auto fb = q.input<double>("b", {1});
+    auto fc = q.input<double>("c", {1});
+    auto fr = arange(fa, fb, fc);
+    Session<cpu> t(q);
+    const auto f = values_of<double>(t.eval({fr}, {{fa, one(0.0)}, {fb, one(3.0)}, {fc, one(0.1)}})[0]);
+    REQUIRE(f.size() == 30);  // 3 / 0.1 rounds to 30 in double
+    for (std::size_t i = 0; i < f.size(); ++i) CHECK(f[i] == static_cast<double>(i) * 0.1);
+}
+
+TEST_CASE("range: constants fold while planning, a new fed value gives a new length, scope values") {
+    // arange(p, ...) makes its values with fill_constant: the planner runs it.
+    {
+        Program p;
+        auto r = arange<std::int32_t>(p, 3, 11, 2);
+        auto x = p.input<std::int32_t>("x", {4});
+        auto y = r * x;  // shapes meet while planning: [-1] before, [4] then
+        Session<cpu> s(p);
+        const auto got = values_of<std::int32_t>(s.eval({y}, {{x, tensor_of<std::int32_t>({4}, {1, 2, 3, 4})}})[0]);
+        CHECK(got == std::vector<std::int32_t>{3, 10, 21, 36});
+    }
+    // A fed End: each run's value sets that run's length, also back and forth
+    // at one shape ([1]), and a constant fed over is the fed value.
+    {
+        Program p;
+        auto start = p.constant<float>(1.0f);
+        auto end = p.input<float>("end", {1});
+        auto step = p.constant<float>(0.5f);
+        auto r = arange(start, end, step);
+        Session<cpu> s(p);
+        for (float e : {3.0f, 5.0f, 3.0f, 1.0f, 2.2f}) {
+            CAPTURE(e);
+            const Tensor got = s.eval({r}, {{end, one(e)}})[0];
+            const auto n = static_cast<std::int64_t>(std::ceil((e - 1.0f) / 0.5f));
+            REQUIRE(got.shape() == Shape{n});
+            for (std::int64_t i = 0; i < n; ++i) CHECK(got.data<float>()[i] == 1.0f + 0.5f * static_cast<float>(i));
+        }
+        CHECK(s.eval({r}, {{end, one(2.0f)}, {step, one(0.25f)}})[0].shape() == Shape{4});
+    }
+    // A persistable in the scope: changing its value changes the length.
+    {
+        Program p;
+        auto n = p.parameter<std::int64_t>("n", {1}, init::constant(4), false);
+        auto zero = p.constant<std::int64_t>(0);
+        auto one_ = p.constant<std::int64_t>(1);
+        auto r = arange(zero, n, one_);
+        Session<cpu> s(p);
+        CHECK(values_of<std::int64_t>(s.eval({r})[0]) == std::vector<std::int64_t>{0, 1, 2, 3});
+        s.scope().var("n").get_mutable<Tensor>() = one<std::int64_t>(2);
+        CHECK(values_of<std::int64_t>(s.eval({r})[0]) == std::vector<std::int64_t>{0, 1});
+    }
+}
+
+TEST_CASE("range: errors by their text, a refused run leaves the session as it was") {
+    Program p;
+    auto a = p.input<double>("a", {1});
+    auto b = p.input<double>("b", {1});
+    auto c = p.input<double>("c", {1});
+    auto r = arange(a, b, c);
+    Session<cpu> s(p);
+    auto run = [&](double x, double y, double z) { return s.eval({r}, {{a, one(x)}, {b, one(y)}, {c, one(z)}})[0]; };
+    CHECK(run(0, 3, 1).numel() == 3);
+    check_throws<shape_error>([&] { run(0, 3, 0); }, {"[dlgraph.shape.value]", "range", "Start 0, End 3, Step 0: Step must not be 0"});
+    check_throws<shape_error>([&] { run(0, 3, -1); }, {"[dlgraph.shape.value]", "Step must point from Start towards End"});
+    check_throws<shape_error>([&] { run(5, 3, 1); }, {"[dlgraph.shape.value]", "Step must point from Start towards End"});
+    check_throws<shape_error>([&] { run(0, std::nan(""), 1); }, {"[dlgraph.shape.value]", "a value is not a number"});
+    check_throws<shape_error>([&] { run(0, std::numeric_limits<double>::infinity(), 1); }, {"[dlgraph.resource.size]", "more than 2^62 elements"});
+    check_throws<resource_error>([&] { run(0, 1e17, 1); }, {"[dlgraph.resource.size]"});  // 800 PB
+    CHECK(values_of<double>(run(2, 3.5, 0.5)) == std::vector<double>{2, 2.5, 3});
+
+    // Shapes and dtypes, while building.
+    Program q;
+    auto x = q.input<double>("x", {2});
+    auto i = q.input<std::int32_t>("i", {1});
+    auto f = q.input<double>("f", {1});
+    CHECK_THROWS_WITH_AS(arange(x, f, f), doctest::Contains("Start must hold one value (shape [1]), not [2]"), shape_error);
+    CHECK_THROWS_AS(apply_op<double>("range", {{"Start", f}, {"End", i}, {"Step", f}}), type_error);
+    auto bl = q.input<bool>("bl", {1});
+    CHECK_THROWS_AS(apply_op<bool>("range", {{"Start", bl}, {"End", bl}, {"Step", bl}}), type_error);
+
+    // A value the program computes is not known while planning.
+    Program u;
+    auto e = u.constant<double>(2.0) + u.constant<double>(3.0);
+    auto ur = arange(u.constant<double>(0.0), e, u.constant<double>(1.0));
+    Session<cpu> us(u);
+    check_throws<shape_error>([&] { us.eval({ur}); },
+                              {"[dlgraph.shape.value]", "End sets Out's length, so its value must be known before the run"});
 }

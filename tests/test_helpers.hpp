@@ -23,6 +23,29 @@ template <class T> dlgraph::Tensor tensor_of(const dlgraph::Shape& shape, const 
     return t;
 }
 
+// A tensor's elements as a vector (its dtype must be T).
+template <class T> std::vector<T> values_of(const dlgraph::Tensor& t) {
+    REQUIRE(t.dtype() == dlgraph::dtype_of<T>);
+    const T* p = t.data<T>();
+    return std::vector<T>(p, p + t.numel());
+}
+
+// Row-major multi-index of element i of shape s (a dim of 0 gives index 0),
+// and back.
+inline std::vector<std::int64_t> unravel(std::int64_t i, const dlgraph::Shape& s) {
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank()));
+    for (int d = s.rank() - 1; d >= 0; --d) {
+        idx[static_cast<std::size_t>(d)] = s[d] == 0 ? 0 : i % s[d];
+        i = s[d] == 0 ? 0 : i / s[d];
+    }
+    return idx;
+}
+inline std::int64_t ravel(const std::vector<std::int64_t>& idx, const dlgraph::Shape& s) {
+    std::int64_t i = 0;
+    for (int d = 0; d < s.rank(); ++d) i = i * s[d] + idx[static_cast<std::size_t>(d)];
+    return i;
+}
+
 // Runs f and checks that it throws E whose message holds every part (the
 // function form of CHECK_THROWS_CONTAINING, for code in lambdas).
 template <class E, class F> void check_throws(F f, std::initializer_list<std::string> parts) {

@@ -27,11 +27,6 @@ using V = std::vector<Var<double>>;
 
 namespace {
 
-template <class T> std::vector<T> values_of(const Tensor& t) {
-    REQUIRE(t.dtype() == dtype_of<T>);
-    const T* p = t.data<T>();
-    return std::vector<T>(p, p + t.numel());
-}
 
 // [outer, d, inner] around `axis` of `s`, as the kernels see X.
 struct split3 {

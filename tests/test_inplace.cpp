@@ -130,3 +130,50 @@ TEST_CASE("in place: training gives the same bits with and without it") {
               without.memory_plan(step2.with({loss2}), fed).host().arena_bytes);
     }
 }
+
+TEST_CASE("an op that writes what it reads: a copy where its kernel cannot work in place, none where it can") {
+    // x = assign(x0) [4, 4]; then matmul(x, x) -> x, gather(x, i) -> x and
+    // pad by 0 -> x, each naming its output as its input (Paddle's JSON
+    // allows it).
+    Program p;
+    auto x0 = p.input<double>("x0", {4, 4});
+    auto i = p.input<std::int64_t>("i", {4});
+    p.append("assign", {{"X", {x0.name()}}}, {{"Out", 1}}, {}, nullptr);
+    const std::string x = p.desc().blocks[0].ops.back().output("Out")->arguments[0];
+    p.append("matmul", {{"X", {x}}, {"Y", {x}}}, {}, {}, nullptr, {{"Out", {x}}});
+    p.append("gather", {{"X", {x}}, {"Index", {"i"}}}, {}, {}, nullptr, {{"Out", {x}}});
+    const int last = p.append("pad", {{"X", {x}}}, {}, {Attribute::make_ints("paddings", {0, 0, 0, 0})}, nullptr,
+                              {{"Out", {x}}});
+    xt::xarray<double> xv = xt::random::rand<double>({4, 4}, -1.0, 1.0);
+    const xt::xarray<std::int64_t> iv = {3, 0, 3, 1};
+    // The reference, in separate arrays.
+    xt::xarray<double> sq = xt::zeros<double>({4, 4});
+    for (std::size_t r = 0; r < 4; ++r)
+        for (std::size_t c = 0; c < 4; ++c)
+            for (std::size_t k = 0; k < 4; ++k) sq(r, c) += xv(r, k) * xv(k, c);
+    xt::xarray<double> want = xt::zeros<double>({4, 4});
+    for (std::size_t r = 0; r < 4; ++r)
+        for (std::size_t c = 0; c < 4; ++c) want(r, c) = sq(static_cast<std::size_t>(iv(r)), c);
+    Session<cpu> s(p);
+    const Tensor got = s.eval(std::vector<TargetRef>{TargetRef{x, last}}, {{"x0", xv}, {"i", iv}})[0];
+    for (std::size_t k = 0; k < 16; ++k)
+        CHECK(got.data<double>()[k] == doctest::Approx(want.data()[k]).epsilon(1e-14));
+    const std::string text = describe(s.plan(std::vector<TargetRef>{TargetRef{x, last}}, std::vector<std::string>{"x0", "i"}));
+    INFO(text);
+    for (int op = 1; op <= 3; ++op)
+        CHECK(text.find("#" + std::to_string(op) + " assign  X=" + x + "@op" + std::to_string(op) + " -> Out=" + x) !=
+              std::string::npos);
+
+    // Element-wise ops and optimizers write in place: no copies.
+    Program q;
+    auto a0 = q.input<float>("a0", {8});
+    auto a = scale(a0, 1.0);
+    q.append("relu", {{"X", {a.name()}}}, {}, {}, nullptr, {{"Out", {a.name()}}});
+    const int e = q.append("elementwise_mul", {{"X", {a.name()}}, {"Y", {a.name()}}}, {}, {}, nullptr, {{"Out", {a.name()}}});
+    Session<cpu> t(q);
+    const xt::xarray<float> av = {-2, -1, 0, 1, 2, 3, 4, 5};
+    const Tensor r = t.eval(std::vector<TargetRef>{TargetRef{a.name(), e}}, {{"a0", av}})[0];
+    for (std::size_t k = 0; k < 8; ++k) CHECK(r.data<float>()[k] == std::max(av(k), 0.0f) * std::max(av(k), 0.0f));
+    CHECK(describe(t.plan(std::vector<TargetRef>{TargetRef{a.name(), e}}, std::vector<std::string>{"a0"})).find("assign") ==
+          std::string::npos);
+}

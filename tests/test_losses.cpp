@@ -18,11 +18,6 @@ using grad_check::random;
 
 namespace {
 
-template <class T> std::vector<T> values_of(const Tensor& t) {
-    REQUIRE(t.dtype() == dtype_of<T>);
-    const T* p = t.data<T>();
-    return std::vector<T>(p, p + t.numel());
-}
 std::vector<double> uniform(std::size_t n, unsigned seed, double lo, double hi) {
     std::mt19937 g(seed);
     std::uniform_real_distribution<double> u(lo, hi);

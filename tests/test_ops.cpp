@@ -610,8 +610,16 @@ TEST_CASE("cross_entropy: label range and shape errors") {
                                        {"dlgraph.shape.loss", "X is [3,5] but Label is [3,2]", "must be 1"});
     auto l3 = p.input<std::int64_t>("l3", {4, 1});
     check_throws<dlgraph::shape_error>([&] { dlgraph::cross_entropy(x, l3); }, {"X is [3,5] but Label is [4,1]", "dim 0"});
+    // A hard Label one rank lower (Paddle's): Y has its shape; two lower, or
+    // a soft one, is refused.
     auto l4 = p.input<std::int64_t>("l4", {3});
-    check_throws<dlgraph::shape_error>([&] { dlgraph::cross_entropy(x, l4); }, {"X is [3,5] but Label is [3]", "rank"});
+    CHECK(dlgraph::cross_entropy(x, l4).shape() == Shape{3});
+    auto l4s = p.input<double>("l4s", {3});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::cross_entropy(x, l4s, true); },
+                                       {"X is [3,5] but Label is [3]: Label must have X's rank (2)"});
+    auto x3 = p.input<double>("x3", {2, 3, 5});
+    check_throws<dlgraph::shape_error>([&] { dlgraph::cross_entropy(x3, l4); },
+                                       {"X is [2,3,5] but Label is [3]: Label must have X's rank (3) or one less"});
     auto l5 = p.input<std::int32_t>("l5", {3, 1});
     check_throws<dlgraph::type_error>([&] { dlgraph::cross_entropy(x, l5); }, {"Label must be INT64, not INT32"});
     auto l6 = p.input<double>("l6", {3, 4});

@@ -44,10 +44,6 @@ template <class Make, class Ref> void five_steps(Make make_step, Ref reference) 
         for (std::size_t i = 0; i < w.size(); ++i) CHECK(got(i) == doctest::Approx(w[i]).epsilon(1e-12));
     }
 }
-template <class T> std::vector<T> values_of(const Tensor& t) {
-    const T* p = t.data<T>();
-    return std::vector<T>(p, p + t.numel());
-}
 }  // namespace
 
 TEST_CASE("adagrad, rmsprop and lamb match reference updates, l2_decay rewrites the gradient") {
@@ -325,4 +321,45 @@ TEST_CASE("adagrad, rmsprop and lamb: their errors") {
                                               {"Beta2Pow", {lr.name()}}},
                                      {{"ParamOut", 1}, {"Moment1Out", 1}, {"Moment2Out", 1}, {"Beta1PowOut", 1}, {"Beta2PowOut", 1}}, {}),
                             shape_error, "LearningRate must hold one value");
+}
+
+TEST_CASE("momentum: Paddle's regularization_method, regularization_coeff and rescale_grad, and its refusals") {
+    // g = rescale_grad * Grad + coeff * Param (l2_decay); v = mu * v + g;
+    // p -= lr * (nesterov ? g + mu * v : v). Computed here in double.
+    const std::vector<float> p0 = {1, -2, 0.5f, 3}, g0 = {0.25f, 1, -1, 0.5f}, v0 = {0.1f, 0, -0.2f, 1};
+    const float lr = 0.1f, mu = 0.9f, coeff = 0.5f, rescale = 2.0f;
+    for (bool nesterov : {false, true})
+        for (bool l2 : {false, true}) {
+            CAPTURE(nesterov);
+            CAPTURE(l2);
+            std::vector<Attribute> attrs{Attribute::make_float("mu", mu), Attribute::make_bool("use_nesterov", nesterov),
+                                         Attribute::make_float("rescale_grad", rescale)};
+            if (l2) {
+                attrs.push_back(Attribute::make_string("regularization_method", "l2_decay"));
+                attrs.push_back(Attribute::make_float("regularization_coeff", coeff));
+            }
+            const auto out = run_op("momentum",
+                                    {{"Param", tensor_of<float>({4}, p0)}, {"Grad", tensor_of<float>({4}, g0)},
+                                     {"Velocity", tensor_of<float>({4}, v0)}, {"LearningRate", tensor_of<float>({1}, {lr})}},
+                                    {"ParamOut", "VelocityOut"}, attrs);
+            for (std::size_t i = 0; i < 4; ++i) {
+                const double g = double(rescale) * g0[i] + (l2 ? double(coeff) * p0[i] : 0.0);
+                const double v = double(mu) * v0[i] + g;
+                const double p = p0[i] - double(lr) * (nesterov ? g + double(mu) * v : v);
+                CHECK(out[1][i] == doctest::Approx(v).epsilon(1e-6));
+                CHECK(out[0][i] == doctest::Approx(p).epsilon(1e-6));
+            }
+        }
+    Program q;
+    auto param = q.input<float>("param", {3});
+    auto lrv = q.input<float>("lr", {1});
+    auto momentum_with = [&](Attribute a) {
+        q.append("momentum", {{"Param", {param.name()}}, {"Grad", {param.name()}}, {"Velocity", {param.name()}},
+                              {"LearningRate", {lrv.name()}}},
+                 {{"ParamOut", 1}, {"VelocityOut", 1}}, {std::move(a)});
+    };
+    CHECK_THROWS_CONTAINING(momentum_with(Attribute::make_string("regularization_method", "l1_decay")), shape_error,
+                            "regularization_method 'l1_decay' is not one of '' and 'l2_decay'");
+    CHECK_THROWS_CONTAINING(momentum_with(Attribute::make_bool("multi_precision", true)), shape_error,
+                            "multi_precision (FP32 master copies of FP16 parameters) is not supported");
 }

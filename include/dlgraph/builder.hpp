@@ -981,6 +981,17 @@ template <element_type T> Var<T> squeeze(const Var<T>& x, std::vector<std::int64
 template <element_type T> Var<T> unsqueeze(const Var<T>& x, std::vector<std::int64_t> axes) {
     return detail::with_xshape("unsqueeze2", x, std::move(axes));
 }
+// [start, start + step, ...) short of end (paddle.arange; the op `range`),
+// from one-element values. Out's length comes from the values, so they must
+// be known before a run (fed, in the scope, or constants such as
+// Program::constant); until then Out's shape is [-1]. A feed of another
+// value gives another length on the next run.
+template <element_type T> Var<T> arange(const Var<T>& start, const Var<T>& end, const Var<T>& step) {
+    return apply_op<T>("range", {{"Start", start}, {"End", end}, {"Step", step}});
+}
+template <element_type T> Var<T> arange(Program& p, T start, T end, T step = T(1)) {
+    return arange(p.constant<T>(start), p.constant<T>(end), p.constant<T>(step));
+}
 // x reversed along the dims in `axis` (paddle.flip).
 template <element_type T> Var<T> flip(const Var<T>& x, std::vector<std::int64_t> axis) {
     return detail::unary_out<T>("flip", detail::state_of(x), {{"X", {x.name()}}}, {Attribute::make_ints("axis", std::move(axis))});

@@ -59,8 +59,8 @@ template <class P> struct SlotView {
 class InferContext {
 public:
     InferContext(const OpDef& def, std::string_view label, SlotView<const VarMeta*> in, SlotView<VarMeta*> out,
-                 const Attribute* attrs, SlotView<const Variable*> in_vars = {})
-        : def_(def), label_(label), in_(in), out_(out), attrs_(attrs), in_vars_(in_vars) {}
+                 const Attribute* attrs, SlotView<const Variable*> in_vars = {}, SlotView<const Tensor*> in_values = {})
+        : def_(def), label_(label), in_(in), out_(out), attrs_(attrs), in_vars_(in_vars), in_values_(in_values) {}
 
     const VarMeta& in(int slot, int k = 0) const { return *in_.at(slot, k); }
     const Shape& shape(int slot, int k = 0) const { return in(slot, k).shape; }
@@ -76,6 +76,13 @@ public:
     // (builder, validation). Lets ops whose shapes come from values (feed)
     // infer them at run time.
     const Variable* in_var(int slot, int k = 0) const { return in_vars_.ptrs ? in_vars_.at(slot, k) : nullptr; }
+    // For an op with OpDef::reads_values, in the planner: the input's value
+    // (a host tensor) when it is known before the run (fed, a scope value
+    // the plan does not write, or a constant the planner folded), else
+    // nullptr. `knows_values()` is false where no values are offered at all
+    // (builder, validation): the op then leaves those dims unknown (-1).
+    const Tensor* in_value(int slot, int k = 0) const { return in_values_.ptrs ? in_values_.at(slot, k) : nullptr; }
+    bool knows_values() const { return in_values_.ptrs != nullptr; }
 
     const OpDef& def() const { return def_; }
     // "mul 'fc1'" or "mul (op #3)": how messages name this op.
@@ -96,6 +103,7 @@ private:
     SlotView<VarMeta*> out_;
     const Attribute* attrs_;
     SlotView<const Variable*> in_vars_;
+    SlotView<const Tensor*> in_values_;
 };
 
 // Bad data a kernel met: an integer division by zero, a label out of range.
@@ -268,6 +276,21 @@ struct OpDef {
     // copy of a persistable only when such an op can fail after its first
     // write (see Session's rollback).
     bool may_fail = false;
+    // Output shapes follow from input values, not only metas (range's size
+    // from Start, End and Step): `infer` reads them with
+    // InferContext::in_value. The planner offers those values, and a session
+    // shapes its plan again when one of them changes.
+    bool reads_values = false;
+    // The kernels may write an output over an input it reads (ParamOut =
+    // Param, gradient accumulation by sum): element by element, or reading
+    // what they need first. Element-wise ops (`fusible`) are so too. For
+    // any other op that a program makes write a variable it reads, the
+    // planner gives the step a fresh output and copies it over after.
+    bool in_place = false;
+    // Out follows from the attributes alone (fill_constant): the planner may
+    // run its CPU kernel while planning to offer a small result as an input
+    // value of a `reads_values` op.
+    bool constant = false;
     // A collective op (ops/collective.hpp): the index of its INT attribute
     // `ring_id`. The session hands its kernel that ring's communicator
     // (SessionOptions::comms) as KernelContext::comm; -1: not a collective.

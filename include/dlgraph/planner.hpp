@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <deque>
 #include <map>
 #include <set>
 #include <span>
@@ -60,6 +61,10 @@ struct PlannedValue {
     int last_step = -1;           // last step that reads or writes it (INT_MAX for targets)
     bool written = false;         // some step of the plan writes it
     bool target = false;
+    // A step's shapes follow from this value (an input of an
+    // OpDef::reads_values step, or what such an input copies): the planner
+    // offers it to that step, and a session shapes again when it changes.
+    bool sets_shape = false;
     // Lives in the plan's arena: an intermediate tensor a step writes.
     bool in_arena() const { return kind == ValueKind::intermediate && written; }
 };
@@ -385,7 +390,37 @@ DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const p
         };
         add_slots(st.def->inputs, op.inputs, st.ins, st.in_off);
         add_slots(st.def->outputs, op.outputs, st.outs, st.out_off);
+        // A program may have an op write a variable it reads (Out = X).
+        // Unless the op's kernels allow it (OpDef::in_place, element-wise
+        // ops), the step writes a fresh value that an assign then copies
+        // over: a GEMM or a gather writing over what it reads would read
+        // its own results.
+        std::vector<PlannedStep> copies;
+        if (!st.def->in_place && !st.def->fusible.arity)
+            for (int& o : st.outs) {
+                const PlannedValue target = plan.values[static_cast<std::size_t>(o)];
+                if (target.type != VarType::LOD_TENSOR || std::find(st.ins.begin(), st.ins.end(), o) == st.ins.end())
+                    continue;
+                PlannedValue fresh;
+                fresh.name = target.name + "@op" + std::to_string(i);
+                fresh.declared = target.declared;
+                plan.values.push_back(std::move(fresh));
+                PlannedStep a;
+                a.op_index = i;
+                OpDesc assign;
+                assign.type = "assign";
+                a.def = &lookup_op(assign.type, op_path(0, i) + ".type");
+                a.attrs = normalize_attrs(*a.def, assign, op_path(0, i));
+                a.label = "assign (op #" + std::to_string(i) + " writes '" + target.name + "', which it reads)";
+                a.ins = {static_cast<int>(plan.values.size()) - 1};
+                a.in_off = {0, 1};
+                a.outs = {o};
+                a.out_off = {0, 1};
+                o = a.ins[0];
+                copies.push_back(std::move(a));
+            }
         plan.steps.push_back(std::move(st));
+        for (auto& a : copies) plan.steps.push_back(std::move(a));
     }
     for (auto& t : plan.targets) plan.target_values.push_back(t.var.empty() ? -1 : value(t.var));
     for (auto& f : plan.fed) {
@@ -552,7 +587,12 @@ DLGRAPH_INLINE void set_lifetimes(ExecutionPlan& plan) {
         pv.last_step = -1;
         pv.written = false;
         pv.target = false;
+        pv.sets_shape = false;
     }
+    // Backwards, so a copy's source follows the copy that a reads_values step reads.
+    for (auto st = plan.steps.rbegin(); st != plan.steps.rend(); ++st)
+        if (st->def->reads_values || (st->is_copy() && plan.values[static_cast<std::size_t>(st->outs[0])].sets_shape))
+            for (int v : st->ins) plan.values[static_cast<std::size_t>(v)].sets_shape = true;
     for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
         const PlannedStep& st = plan.steps[static_cast<std::size_t>(s)];
         for (int v : st.ins) plan.values[static_cast<std::size_t>(v)].last_step = std::max(plan.values[static_cast<std::size_t>(v)].last_step, s);
@@ -599,6 +639,55 @@ DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<con
     return plan;
 }
 
+namespace detail {
+
+// The values infer_plan offers to OpDef::reads_values steps (sets_shape
+// values only): a plan input's host tensor when the plan does not write it
+// (a feed, a scope value), the result of a small OpDef::constant step
+// computed here by its CPU kernel, and a copy of either.
+class shape_values {
+public:
+    shape_values(const ExecutionPlan& p, const std::vector<bool>& known, const std::vector<Variable*>* vars)
+        : p_(p), of_(p.values.size(), nullptr) {
+        for (std::size_t v = 0; v < p.values.size(); ++v) {
+            const PlannedValue& pv = p.values[v];
+            if (!pv.sets_shape || !known[v] || pv.written || !vars || !(*vars)[v] || !(*vars)[v]->is<Tensor>()) continue;
+            const Tensor& t = (*vars)[v]->get<Tensor>();
+            if (t.initialized() && t.place() == Place::host) of_[v] = &t;
+        }
+    }
+    const Tensor* of(int v) const { return of_[static_cast<std::size_t>(v)]; }
+    // After step `st` inferred its outputs' metas.
+    void after(const PlannedStep& st, DataType kernel_dtype, const std::vector<VarMeta>& metas) {
+        if (st.outs.size() != 1 || !p_.values[static_cast<std::size_t>(st.outs[0])].sets_shape) return;
+        const auto out = static_cast<std::size_t>(st.outs[0]);
+        if (st.is_copy()) {
+            of_[out] = of_[static_cast<std::size_t>(st.ins[0])];
+            return;
+        }
+        const KernelFn fn = st.def->constant ? st.def->kernel(kernel_dtype) : nullptr;
+        if (!fn || metas[out].shape.numel() > max_folded) return;
+        Tensor& t = folded_.emplace_back(metas[out].dtype, metas[out].shape);
+        Tensor* outs[] = {&t};
+        KernelFault fault;
+        KernelContext ctx;
+        ctx.in_ = {nullptr, st.in_off.data()};
+        ctx.out_ = {outs, st.out_off.data()};
+        ctx.attrs = st.attrs.data();
+        ctx.fault = &fault;
+        fn(ctx);
+        if (!fault.failed()) of_[out] = &t;
+    }
+
+private:
+    static constexpr std::int64_t max_folded = 64;  // elements
+    const ExecutionPlan& p_;
+    std::vector<const Tensor*> of_;
+    std::deque<Tensor> folded_;  // stable addresses
+};
+
+}  // namespace detail
+
 DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& metas, std::vector<bool>& known,
                                std::vector<DataType>& kernel_dtypes, const std::vector<Variable*>* vars,
                                std::uint64_t max_bytes) {
@@ -612,21 +701,26 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
     // wrote or read since the value got it: that step's kernel would meet
     // the later dtype and shape (a buffer of another size).
     std::vector<bool> read_since(p.values.size(), false), written(p.values.size(), false);
+    detail::shape_values values(p, known, vars);
+    std::vector<const Tensor*> in_values;
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
         for (int v : st.ins) read_since[static_cast<std::size_t>(v)] = true;
         ins.clear();
         in_vars.clear();
+        in_values.clear();
         outs.clear();
         outp.clear();
         for (int v : st.ins) {
             ins.push_back(&metas[static_cast<std::size_t>(v)]);
             if (vars) in_vars.push_back((*vars)[static_cast<std::size_t>(v)]);
+            if (st.def->reads_values) in_values.push_back(values.of(v));
         }
         for (int v : st.outs) outs.push_back(p.values[static_cast<std::size_t>(v)].declared);
         for (auto& m : outs) outp.push_back(&m);
         InferContext ctx(*st.def, st.label, {ins.data(), st.in_off.data()}, {outp.data(), st.out_off.data()},
-                         st.attrs.data(), {vars ? in_vars.data() : nullptr, st.in_off.data()});
+                         st.attrs.data(), {vars ? in_vars.data() : nullptr, st.in_off.data()},
+                         {st.def->reads_values ? in_values.data() : nullptr, st.in_off.data()});
         st.def->infer(ctx);
         for (std::size_t k = 0; k < st.outs.size(); ++k) {
             const auto v = static_cast<std::size_t>(st.outs[k]);
@@ -663,6 +757,7 @@ DLGRAPH_INLINE void infer_plan(const ExecutionPlan& p, std::vector<VarMeta>& met
         }
         kernel_dtypes[s] = kernel_dtype(*st.def, ctx, st.attrs.data());
         if (!st.is_copy()) check_kernel(*st.def, kernel_dtypes[s], st.label);
+        values.after(st, kernel_dtypes[s], metas);
     }
 }
 

@@ -271,6 +271,14 @@ private:
         bool reshape_every_run = false;        // list inputs: their shapes are not in the signature
         std::vector<VarMeta> signature;        // metas of inputs (feeds, scope reads) at that pass
         std::vector<int> inputs;               // values whose metas form the signature
+        // Inputs whose values set shapes (PlannedValue::sets_shape): their
+        // bytes at that pass join the signature (at most 8 bytes each).
+        struct value_key {
+            int value = -1;
+            std::array<std::byte, 8> bytes{};
+            std::size_t size = 0;
+        };
+        std::vector<value_key> value_signature;
         std::vector<const Tensor*> in_ptrs;    // flat, all steps
         std::vector<Tensor*> out_ptrs;
         std::vector<Variable*> in_var_ptrs;
@@ -637,6 +645,8 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
         if (v >= 0) bp->inputs.push_back(v);
     for (int v : p.scope_reads) bp->inputs.push_back(v);
     bp->signature.resize(bp->inputs.size());
+    for (int v : bp->inputs)
+        if (p.values[static_cast<std::size_t>(v)].sets_shape) bp->value_signature.push_back({v});
     // Flat pointer arrays; reserve first so the contexts' pointers stay valid.
     std::size_t nin = 0, nout = 0;
     for (auto& st : p.steps) { nin += st.ins.size(); nout += st.outs.size(); }
@@ -837,6 +847,11 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
     bp.fused = detail::bind_chains(p, bp.steps, device_.get());
     for (std::size_t i = 0; i < bp.inputs.size(); ++i)
         bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
+    for (auto& k : bp.value_signature) {
+        const Tensor& t = *bp.tensors[static_cast<std::size_t>(k.value)];
+        k.size = t.place() == Place::host && t.bytes() <= k.bytes.size() ? t.bytes() : 0;
+        if (k.size) std::memcpy(k.bytes.data(), t.raw(), k.size);
+    }
     p.shaped = true;
 }
 
@@ -869,6 +884,10 @@ auto Session<Device>::signature_matches(const bound_plan& bp) const -> bool {
     for (std::size_t i = 0; i < bp.inputs.size(); ++i) {
         const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
         if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;
+    }
+    for (auto& k : bp.value_signature) {
+        const Tensor& t = *bp.tensors[static_cast<std::size_t>(k.value)];
+        if (t.place() == Place::host && (t.bytes() != k.size || std::memcmp(t.raw(), k.bytes.data(), k.size) != 0)) return false;
     }
     return true;
 }

@@ -723,13 +723,15 @@ template <class T> __global__ void sgd_kernel(i64 n, const T* p, const T* g, con
     for (i64 i = first_index(); i < n; i += stride_all()) out[i] = p[i] - rate * g[i];
 }
 template <class T>
-__global__ void momentum_kernel(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* po,
-                                T* vo) {
+__global__ void momentum_kernel(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale,
+                                T l2, T* po, T* vo) {
     const T rate = *lr;
+    const bool reg = rescale != T(1) || l2 != T(0);  // as kernels::momentum
     for (i64 i = first_index(); i < n; i += stride_all()) {
-        const T vn = mu * v[i] + g[i];
+        const T gi = reg ? rescale * g[i] + l2 * p[i] : g[i];
+        const T vn = mu * v[i] + gi;
         vo[i] = vn;
-        po[i] = p[i] - rate * (nesterov ? g[i] + mu * vn : vn);
+        po[i] = p[i] - rate * (nesterov ? gi + mu * vn : vn);
     }
 }
 template <class T>
@@ -1218,8 +1220,9 @@ template <class T> void sgd(i64 n, const T* p, const T* g, const T* lr, T* out, 
     if (n > 0) sgd_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, lr, out);
 }
 template <class T>
-void momentum(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* po, T* vo, stream_t s) {
-    if (n > 0) momentum_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, v, lr, mu, nesterov, po, vo);
+void momentum(i64 n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale, T l2, T* po, T* vo,
+              stream_t s) {
+    if (n > 0) momentum_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, v, lr, mu, nesterov, rescale, l2, po, vo);
 }
 template <class T>
 void adam(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T b1, T b2, T eps, const T* b1p,
@@ -1360,7 +1363,7 @@ void accuracy(i64 rows, i64 k, const i64* indices, const i64* label, float* acc,
     template void softmax_with_cross_entropy_grad<T>(bool, i64, i64, const void*, i64, const T*, const T*, T*,    \
                                                      device_fault*, stream_t);                                    \
     template void sgd<T>(i64, const T*, const T*, const T*, T*, stream_t);                                        \
-    template void momentum<T>(i64, const T*, const T*, const T*, const T*, T, bool, T*, T*, stream_t);            \
+    template void momentum<T>(i64, const T*, const T*, const T*, const T*, T, bool, T, T, T*, T*, stream_t);            \
     template void adam<T>(i64, const T*, const T*, const T*, const T*, const T*, T, T, T, const T*, const T*, T, T,  \
                           T*, T*, T*, T*, T*, stream_t);
 DLGRAPH_CUDA_ARITH(float)

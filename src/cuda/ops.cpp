@@ -411,7 +411,8 @@ struct momentum_op : ops::momentum_op {
     template <class T> static void compute(const KernelContext& c) {
         ck::momentum<T>(c.in(Param).numel(), c.in(Param).data<T>(), c.in(Grad).data<T>(), c.in(Velocity).data<T>(),
                         c.in(LearningRate).data<T>(), static_cast<T>(c.attr(mu).f), c.attr(use_nesterov).b,
-                        c.out(ParamOut).data<T>(), c.out(VelocityOut).data<T>(), stream_of(c));
+                        static_cast<T>(c.attr(rescale_grad).f), static_cast<T>(l2(c.attrs)), c.out(ParamOut).data<T>(),
+                        c.out(VelocityOut).data<T>(), stream_of(c));
     }
 };
 
@@ -488,15 +489,15 @@ struct mul_grad_op : ops::mul_grad_op {
 };
 
 // matmul and its gradient as on the CPU (cpu/matmul.hpp), product by product.
-struct matmul_op : ops::matmul_op {
+template <bool V2> struct matmul_op : ops::matmul_op {  // and matmul_v2 (ops::matmul_flags)
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
         const Tensor& y = c.in(Y);
         const Shape& xs = x.shape();
         const Shape& ys = y.shape();
-        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), c.attr(transpose_X).b,
-                                     c.attr(transpose_Y).b);
-        const T al = static_cast<T>(c.attr(alpha).f);
+        const auto f = ops::matmul_flags::of<V2>(c.attrs, xs.rank(), ys.rank());
+        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), f.tx, f.ty);
+        const T al = static_cast<T>(f.alpha);
         const i64 o_mat = v.m * v.n;
         const kernels::matmul_batches bt(xs.begin(), xs.rank(), ys.begin(), ys.rank(), v.m * v.k, v.k * v.n);
         const T* xp = x.data<T>();
@@ -511,7 +512,7 @@ struct matmul_op : ops::matmul_op {
     }
 };
 
-struct matmul_grad_op : ops::matmul_grad_op {
+template <bool V2> struct matmul_grad_op : ops::matmul_grad_op {
     template <class T> static void compute(const KernelContext& c) {
         const Tensor& x = c.in(X);
         const Tensor& y = c.in(Y);
@@ -519,9 +520,9 @@ struct matmul_grad_op : ops::matmul_grad_op {
         const Shape& ys = y.shape();
         T* dx = c.out_count(DX) ? c.out(DX).data<T>() : nullptr;
         T* dy = c.out_count(DY) ? c.out(DY).data<T>() : nullptr;
-        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), c.attr(transpose_X).b,
-                                     c.attr(transpose_Y).b);
-        const T al = static_cast<T>(c.attr(alpha).f);
+        const auto f = ops::matmul_flags::of<V2>(c.attrs, xs.rank(), ys.rank());
+        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), f.tx, f.ty);
+        const T al = static_cast<T>(f.alpha);
         const i64 M = v.m, N = v.n, K = v.k, ldx = v.lda, ldy = v.ldb;
         const kernels::matmul_batches bt(xs.begin(), xs.rank(), ys.begin(), ys.rank(), M * K, K * N);
         const T* xp = x.data<T>();
@@ -1020,8 +1021,10 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::adamw, floats<adam_op<true>>());
     set(op_id::mul, floats<mul_op>());
     set(op_id::mul_grad, floats<mul_grad_op>());
-    set(op_id::matmul, floats<matmul_op>());
-    set(op_id::matmul_grad, floats<matmul_grad_op>());
+    set(op_id::matmul, floats<matmul_op<false>>());
+    set(op_id::matmul_grad, floats<matmul_grad_op<false>>());
+    set(op_id::matmul_v2, floats<matmul_op<true>>());
+    set(op_id::matmul_v2_grad, floats<matmul_grad_op<true>>());
     set(op_id::transpose, stored<transpose_op>());
     set(op_id::concat, stored<concat_op>());
     set(op_id::concat_grad, stored<split_op<ops::concat_grad_op::DOut, ops::concat_grad_op::axis>>());

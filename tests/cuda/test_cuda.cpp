@@ -100,6 +100,7 @@ const std::set<std::string> host_only = {
     "sigmoid_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits_grad", "huber_loss", "huber_loss_grad",
     "smooth_l1_loss", "smooth_l1_loss_grad", "kldiv_loss", "kldiv_loss_grad",  // issue 16: no device kernel yet
     "adagrad", "rmsprop", "lamb",  // issue 16: no device kernel yet
+    "range",  // its inputs are read while planning, on the host; Out is a short list
     // Collectives run on the host through the session's communicator (NCCL: not yet).
     "c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast", "c_allgather",
 };

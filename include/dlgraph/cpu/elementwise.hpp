@@ -106,6 +106,7 @@ template <class Fn> struct elementwise_binary {
     }
     static void attach(OpDef& d) {
         d.kernels = cpu_kernels<elementwise_binary, float, double, std::int32_t, std::int64_t>();
+        d.in_place = true;  // z[i] from x[i] and y[i] (or a broadcast element): Out may be X or Y
         if constexpr (!std::is_same_v<Fn, kernels::pow_fn> && !scalar_only) d.fusible = fusible_of<Fn, 2>();
     }
 };
@@ -145,6 +146,7 @@ template <class Fn, class... Ts> struct elementwise_unary {
     }
     static void attach(OpDef& d) {
         d.kernels = cpu_kernels<elementwise_unary, Ts...>();
+        d.in_place = true;
         d.fusible = fusible_of<Fn, 1>();
     }
 };
@@ -166,6 +168,7 @@ template <class Fn> struct elementwise_unary_grad {
     template <class T> static void compute(cpu, const KernelContext& c) { unary_grad_compute<T>(c, Fn{}); }
     static void attach(OpDef& d) {
         d.kernels = cpu_kernels<elementwise_unary_grad, float, double>();
+        d.in_place = true;  // dX[i] from dOut[i] and X[i] or Out[i]
         // Fused as dX = g(Out@GRAD, Out or X) where Fn says which one its
         // grad reads: a chain of unary grads runs as one pass.
         if constexpr (requires { bool(Fn::grad_reads_out); }) {
@@ -190,13 +193,19 @@ template <template <class> class Fn> struct elementwise_unary_attrs {
     template <class T> static void compute(cpu, const KernelContext& c) {
         unary_loop(c.in(0).numel(), c.in(0).template data<T>(), c.out(0).template data<T>(), functor_of_attrs<Fn, T>(c));
     }
-    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_attrs, float, double>(); }
+    static void attach(OpDef& d) {
+        d.kernels = cpu_kernels<elementwise_unary_attrs, float, double>();
+        d.in_place = true;
+    }
 };
 template <template <class> class Fn> struct elementwise_unary_attrs_grad {
     template <class T> static void compute(cpu, const KernelContext& c) {
         unary_grad_compute<T>(c, functor_of_attrs<Fn, T>(c));
     }
-    static void attach(OpDef& d) { d.kernels = cpu_kernels<elementwise_unary_attrs_grad, float, double>(); }
+    static void attach(OpDef& d) {
+        d.kernels = cpu_kernels<elementwise_unary_attrs_grad, float, double>();
+        d.in_place = true;
+    }
 };
 
 // gelu: exact, or the tanh form where `approximate` is set.
@@ -313,7 +322,10 @@ inline void swish_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels:
 inline void clip_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::clip_fn>::attach(d); }
 inline void pow_grad_kernels(OpDef& d) { elementwise_unary_attrs_grad<kernels::pow_factor_fn>::attach(d); }
 
-inline void scale_kernels(OpDef& d) { d.kernels = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>(); }
+inline void scale_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<scale_op, float, double, std::int32_t, std::int64_t>();
+    d.in_place = true;  // element by element
+}
 inline void assign_kernels(OpDef& d) {
     d.kernels = cpu_kernels<assign_op, bool, std::int16_t, std::int32_t, std::int64_t, float16, float, double>();
 }

@@ -56,11 +56,19 @@ struct fill_any_like_op : ops::fill_any_like_op {
     }
 };
 
+struct range_op : ops::range_op {
+    template <class T> static void compute(cpu, const KernelContext& c) {
+        Tensor& out = c.out(0);
+        kernels::fill_range(out.data<T>(), out.numel(), *c.in(Start).data<T>(), *c.in(Step).data<T>());
+    }
+};
+
 inline void fill_constant_kernels(OpDef& d) {
     d.kernels = cpu_kernels<fill_constant_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
 }
 inline void uniform_random_kernels(OpDef& d) { d.kernels = cpu_kernels<uniform_random_op, float, double>(); }
 inline void gaussian_random_kernels(OpDef& d) { d.kernels = cpu_kernels<gaussian_random_op, float, double>(); }
+inline void range_kernels(OpDef& d) { d.kernels = cpu_kernels<range_op, std::int32_t, std::int64_t, float, double>(); }
 inline void fill_any_like_kernels(OpDef& d) {
     d.kernels = cpu_kernels<fill_any_like_op, bool, std::int16_t, std::int32_t, std::int64_t, float, double>();
 }

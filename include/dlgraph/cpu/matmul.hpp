@@ -80,15 +80,16 @@ struct mul_grad_op : ops::mul_grad_op {
 
 // ---- matmul --------------------------------------------------------------------------
 
-struct matmul_op : ops::matmul_op {
+// matmul (V2 false) and matmul_v2 (ops::matmul_flags).
+template <bool V2> struct matmul_op : ops::matmul_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
         const Tensor& y = c.in(Y);
         const Shape& xs = x.shape();
         const Shape& ys = y.shape();
-        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), c.attr(transpose_X).b,
-                                     c.attr(transpose_Y).b);
-        const T al = static_cast<T>(c.attr(alpha).f);
+        const auto f = ops::matmul_flags::of<V2>(c.attrs, xs.rank(), ys.rank());
+        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), f.tx, f.ty);
+        const T al = static_cast<T>(f.alpha);
         const std::int64_t o_mat = v.m * v.n;
         const kernels::matmul_batches bt(xs.begin(), xs.rank(), ys.begin(), ys.rank(), v.m * v.k, v.k * v.n);
         const T* xp = x.data<T>();
@@ -117,7 +118,8 @@ struct matmul_op : ops::matmul_op {
         const Tensor& y = c.in(Y);
         const Shape& xs = x.shape();
         const Shape& ys = y.shape();
-        const bool ta = c.attr(transpose_X).b, tb = c.attr(transpose_Y).b;
+        const auto f = ops::matmul_flags::of<V2>(c.attrs, xs.rank(), ys.rank());
+        const bool ta = f.tx, tb = f.ty;
         if (ys.rank() != 2 || ta || xs.rank() < 2) return 0;
         const std::int64_t M = xs.numel() / xs[xs.rank() - 1];  // every batch's rows: X is contiguous
         const std::int64_t K = tb ? ys[1] : ys[0], N = tb ? ys[0] : ys[1];
@@ -135,7 +137,7 @@ struct matmul_op : ops::matmul_op {
 // elements. An operand broadcast over batch dims receives the sum over those
 // batches: the first batch that reaches its block writes, the rest add
 // (gemm's accumulate), so no scratch memory is needed.
-struct matmul_grad_op : ops::matmul_grad_op {
+template <bool V2> struct matmul_grad_op : ops::matmul_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
         const Tensor& y = c.in(Y);
@@ -143,9 +145,9 @@ struct matmul_grad_op : ops::matmul_grad_op {
         const Shape& ys = y.shape();
         T* dx = c.out_count(DX) ? c.out(DX).data<T>() : nullptr;
         T* dy = c.out_count(DY) ? c.out(DY).data<T>() : nullptr;
-        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), c.attr(transpose_X).b,
-                                     c.attr(transpose_Y).b);
-        const T al = static_cast<T>(c.attr(alpha).f);
+        const auto f = ops::matmul_flags::of<V2>(c.attrs, xs.rank(), ys.rank());
+        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), f.tx, f.ty);
+        const T al = static_cast<T>(f.alpha);
         const std::int64_t M = v.m, N = v.n, K = v.k, ldx = v.lda, ldy = v.ldb;
         const std::int64_t o_mat = M * N;
         const kernels::matmul_batches bt(xs.begin(), xs.rank(), ys.begin(), ys.rank(), M * K, K * N);
@@ -186,12 +188,15 @@ inline void mul_kernels(OpDef& d) {
     d.prepack_input = mul_op::Y;
     d.prepack = &mul_op::prepack;
 }
-inline void matmul_kernels(OpDef& d) {
-    d.kernels = cpu_kernels<matmul_op, float, double>();
-    d.prepack_input = matmul_op::Y;
-    d.prepack = &matmul_op::prepack;
+template <bool V2> void matmul_family_kernels(OpDef& d) {
+    d.kernels = cpu_kernels<matmul_op<V2>, float, double>();
+    d.prepack_input = matmul_op<V2>::Y;
+    d.prepack = &matmul_op<V2>::prepack;
 }
+inline void matmul_kernels(OpDef& d) { matmul_family_kernels<false>(d); }
+inline void matmul_v2_kernels(OpDef& d) { matmul_family_kernels<true>(d); }
 inline void mul_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<mul_grad_op, float, double>(); }
-inline void matmul_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<matmul_grad_op, float, double>(); }
+inline void matmul_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<matmul_grad_op<false>, float, double>(); }
+inline void matmul_v2_grad_kernels(OpDef& d) { d.kernels = cpu_kernels<matmul_grad_op<true>, float, double>(); }
 
 }  // namespace dlgraph::cpu_ops

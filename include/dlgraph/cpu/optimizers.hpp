@@ -35,8 +35,9 @@ struct momentum_op : ops::momentum_op {
         T *po = c.out(ParamOut).template data<T>(), *vo = c.out(VelocityOut).template data<T>();
         const T lr = *c.in(LearningRate).template data<T>(), m = static_cast<T>(c.attr(mu).f);
         const bool nesterov = c.attr(use_nesterov).b;
+        const T rescale = static_cast<T>(c.attr(rescale_grad).f), l2_coeff = static_cast<T>(l2(c.attrs));
         split_loop<T>(c.in(Param).numel(), [&](std::int64_t b, std::int64_t e) {
-            kernels::momentum(e - b, p + b, g + b, v + b, lr, m, nesterov, po + b, vo + b);
+            kernels::momentum(e - b, p + b, g + b, v + b, lr, m, nesterov, po + b, vo + b, rescale, l2_coeff);
         });
     }
 };

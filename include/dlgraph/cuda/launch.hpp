@@ -217,8 +217,8 @@ void softmax_with_cross_entropy_grad(bool soft, std::int64_t rows, std::int64_t 
 // device memory and are read by the kernels.
 template <class T> void sgd(std::int64_t n, const T* p, const T* g, const T* lr, T* out, stream_t s);
 template <class T>
-void momentum(std::int64_t n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T* p_out, T* v_out,
-              stream_t s);
+void momentum(std::int64_t n, const T* p, const T* g, const T* v, const T* lr, T mu, bool nesterov, T rescale, T l2,
+              T* p_out, T* v_out, stream_t s);
 template <class T>
 // adam, or adamw where coeff != 0 (p -= lr * coeff * p first); the step
 // is at *lr times lr_ratio.

@@ -8,7 +8,7 @@
 // itself cannot fail: it has no error path, no heap and no exceptions.
 //
 // Supported: the inference ops with kernels in the core (element-wise,
-// scale, assign, mul, matmul, softmax, mean, reduce_sum/mean/max/min/prod, reshape,
+// scale, assign, mul, matmul, matmul_v2, softmax, mean, reduce_sum/mean/max/min/prod, reshape,
 // transpose, concat, split, cast, sum) in FP32 and FP64 (integer dtypes
 // where the CPU has them). softmax_with_cross_entropy whose Loss no fetched
 // target needs is emitted as the softmax it computes (the label is then not
@@ -37,6 +37,7 @@
 #include "dlgraph/kernels/matmul.hpp"
 #include "dlgraph/kernels/quant.hpp"
 #include "dlgraph/ops/conv.hpp"
+#include "dlgraph/ops/matmul.hpp"
 #include "dlgraph/ops/norm.hpp"
 #include "dlgraph/ops/reduce.hpp"
 
@@ -284,7 +285,7 @@ inline std::vector<quant_product> quant_products(const ExecutionPlan& p, const s
     for (std::size_t s = 0; s < p.steps.size(); ++s) {
         const PlannedStep& st = p.steps[s];
         const std::string type(st.def->type);
-        if (type != "mul" && type != "matmul") continue;
+        if (type != "mul" && type != "matmul" && type != "matmul_v2") continue;
         const int x = st.ins[st.in_off[0]], y = st.ins[st.in_off[1]], z = st.outs[st.out_off[0]];
         const auto w = std::find(p.scope_reads.begin(), p.scope_reads.end(), y);
         const Shape& xs = p.metas[static_cast<std::size_t>(x)].shape;
@@ -297,8 +298,10 @@ inline std::vector<quant_product> quant_products(const ExecutionPlan& p, const s
                 q.x_col_dims = static_cast<int>(st.attrs[0].i);
                 ok = ws.rank() == 2 && st.attrs[1].i == 1;
             } else {
-                ok = ws.rank() == 2 && xs.rank() == 2 && !st.attrs[0].b && !st.attrs[1].b;
-                q.alpha = st.attrs[2].f;
+                const auto f = type == "matmul" ? ops::matmul_flags::of<false>(st.attrs.data(), xs.rank(), ws.rank())
+                                                : ops::matmul_flags::of<true>(st.attrs.data(), xs.rank(), ws.rank());
+                ok = ws.rank() == 2 && xs.rank() == 2 && !f.tx && !f.ty;
+                q.alpha = f.alpha;
             }
             q.m = ops::dim_product(xs, 0, q.x_col_dims);
             q.k = ws[0];
@@ -731,13 +734,15 @@ inline bool emitter::step(int s, std::ostream& o) {
         gemm(o, T, false, false, M, N, K, T + "(1)", ptr(x), K, ptr(y), N, ptr(z), N);
         return true;
     }
-    if (type == "matmul") {
+    if (type == "matmul" || type == "matmul_v2") {
         if (!fp) return false;
         const int x = in(st, 0), y = in(st, 1), z = out(st, 0);
         const Shape &xs = meta(x).shape, &ys = meta(y).shape;
-        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), attr(0).b, attr(1).b);
+        const auto f = type == "matmul" ? ops::matmul_flags::of<false>(st.attrs.data(), xs.rank(), ys.rank())
+                                        : ops::matmul_flags::of<true>(st.attrs.data(), xs.rank(), ys.rank());
+        const kernels::matmul_view v(xs.begin(), xs.rank(), ys.begin(), ys.rank(), f.tx, f.ty);
         const kernels::matmul_batches bt(xs.begin(), xs.rank(), ys.begin(), ys.rank(), v.m * v.k, v.k * v.n);
-        const std::string al = "static_cast<" + T + ">(" + double_literal(attr(2).f) + ")";
+        const std::string al = "static_cast<" + T + ">(" + double_literal(f.alpha) + ")";
         if (bt.nb == 0 || v.m * v.n == 0) return true;
         if (bt.one_product(v.ta)) {
             gemm(o, T, false, v.tb, bt.nb * v.m, v.n, v.k, al, ptr(x), v.lda, ptr(y), v.ldb, ptr(z), v.n);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 
 #include "dlgraph/kernels/config.hpp"
 
@@ -15,6 +16,20 @@ namespace dlgraph::kernels {
 
 // y[i] = v for i < n.
 template <class T, class N> inline void fill_constant(T* y, N n, T v) noexcept { std::fill(y, y + extent(n), v); }
+
+// y[i] = start + i * step for i < n (range; NumPy's arange): integers in
+// two's complement, so any step reaching within the type is exact; floats
+// in double, rounded to T once (not a running sum).
+template <class T, class N> inline void fill_range(T* y, N n, T start, T step) noexcept {
+    const std::int64_t m = extent(n);
+    if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        for (std::int64_t i = 0; i < m; ++i)
+            y[i] = static_cast<T>(static_cast<U>(static_cast<U>(start) + static_cast<U>(static_cast<U>(i) * static_cast<U>(step))));
+    } else {
+        for (std::int64_t i = 0; i < m; ++i) y[i] = static_cast<T>(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(step));
+    }
+}
 
 // y[i] = a uniform draw from [lo, hi) (lo <= hi), rounded to T, in order.
 template <class T, class N>

@@ -1,11 +1,13 @@
 // Comparisons, logical ops and selection over raw arrays, the kernel core of
 // ops/logic.hpp: BOOL results of comparing two operands (broadcast by the
-// caller's runs, as the binary element-wise ops), logical and / or / xor /
+// caller's runs, as the binary element-wise ops; equal and not_equal with
+// Paddle's 1e-8 tolerance for floats), logical and / or / xor /
 // not of any element type read as "nonzero", and where's select and its
 // gradient.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "dlgraph/kernels/config.hpp"
 
@@ -23,11 +25,23 @@ struct greater_than_fn {
 struct greater_equal_fn {
     template <class T> DLGRAPH_HD bool operator()(T a, T b) const { return a >= b; }
 };
+// Paddle's equality: floats closer than 1e-8 (their difference in T,
+// compared in double) are equal, infinities only to themselves, NaN to
+// nothing; other types exactly.
+template <class T> DLGRAPH_HD bool paddle_equal(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+        if (a == b) return true;  // an infinity is equal to itself alone
+        const double d = static_cast<double>(a - b);  // NaN for a NaN, an infinity for one infinity
+        return d < 1e-8 && d > -1e-8;
+    } else {
+        return a == b;
+    }
+}
 struct equal_fn {
-    template <class T> DLGRAPH_HD bool operator()(T a, T b) const { return a == b; }
+    template <class T> DLGRAPH_HD bool operator()(T a, T b) const { return paddle_equal(a, b); }
 };
 struct not_equal_fn {
-    template <class T> DLGRAPH_HD bool operator()(T a, T b) const { return a != b; }
+    template <class T> DLGRAPH_HD bool operator()(T a, T b) const { return !paddle_equal(a, b); }
 };
 // Logical ops read any value as a truth: nonzero (NaN included) is true.
 struct logical_and_fn {

@@ -31,27 +31,31 @@ inline void sgd(N n, const T* param, const T* grad, T lr, T* param_out) noexcept
     binary_loop_serial(extent(n), param, 1, grad, 1, param_out, sgd_fn<T>{lr});
 }
 
-// v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v)
+// v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v), where g is
+// rescale * grad + l2 * param (Paddle's rescale_grad and l2_decay
+// regularization) unless rescale is 1 and l2 is 0: then g is grad itself.
 template <class T, class N>
 inline void momentum(N n_, const T* param, const T* grad, const T* velocity, T lr, T mu, bool nesterov, T* param_out,
-                     T* velocity_out) noexcept {
+                     T* velocity_out, T rescale = T(1), T l2 = T(0)) noexcept {
     const std::int64_t n = extent(n_);
+    const bool reg = rescale != T(1) || l2 != T(0);
     std::int64_t i = 0;
     if constexpr (simd_type<T>) {  // the same operations in the same order as the scalar tail: the same bits
         using B = batch<T>;
         constexpr std::int64_t W = static_cast<std::int64_t>(B::size);
-        const B vmu(mu), vlr(lr);
+        const B vmu(mu), vlr(lr), vres(rescale), vl2(l2);
         for (; i + W <= n; i += W) {
-            const B g = B::load_unaligned(grad + i);
+            const B g = reg ? vres * B::load_unaligned(grad + i) + vl2 * B::load_unaligned(param + i) : B::load_unaligned(grad + i);
             const B vn = vmu * B::load_unaligned(velocity + i) + g;
             vn.store_unaligned(velocity_out + i);
             (B::load_unaligned(param + i) - vlr * (nesterov ? g + vmu * vn : vn)).store_unaligned(param_out + i);
         }
     }
     for (; i < n; ++i) {
-        const T vn = mu * velocity[i] + grad[i];
+        const T g = reg ? rescale * grad[i] + l2 * param[i] : grad[i];
+        const T vn = mu * velocity[i] + g;
         velocity_out[i] = vn;
-        param_out[i] = param[i] - lr * (nesterov ? grad[i] + mu * vn : vn);
+        param_out[i] = param[i] - lr * (nesterov ? g + mu * vn : vn);
     }
 }
 

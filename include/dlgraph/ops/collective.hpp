@@ -52,6 +52,7 @@ inline OpDef c_allreduce_def(const char* type, const char* doc) {
     d.doc = doc;
     d.comm_ring_attr = collective_op::ring_id;
     d.may_fail = true;  // a peer may not answer
+    d.in_place = true;  // Out = X, as data-parallel programs reduce gradients
     return d;
 }
 inline OpDef c_allreduce_sum_def() {
@@ -83,6 +84,7 @@ inline OpDef c_broadcast_def() {
     d.doc = "Out = X of rank root, on every rank";
     d.comm_ring_attr = collective_op::ring_id;
     d.may_fail = true;
+    d.in_place = true;  // Out = X: the root sends its buffer, the others receive into it
     return d;
 }
 

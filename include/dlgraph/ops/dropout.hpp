@@ -112,6 +112,7 @@ struct increment_op {
 inline OpDef increment_def() {
     OpDef d{"increment", {{"X"}}, {{"Out"}}, {{"step", Attribute::make_float("step", 1.0)}}, &increment_op::infer};
     d.doc = "Out = X + step (one element: a counter)";
+    d.in_place = true;  // Out = X + step, element by element
     return d;
 }
 

@@ -303,6 +303,7 @@ inline OpDef assign_def() {
         g.set_input("X", {r.out_grad("Out", 0)}).set_output("Out", {dx});
         return {g};
     };
+    d.in_place = true;  // a copy onto itself copies nothing
     return d;
 }
 

@@ -121,16 +121,30 @@ inline OpDef mul_grad_def() {
     return d;
 }
 
-// ---- matmul --------------------------------------------------------------------------
+// ---- matmul, matmul_v2 ----------------------------------------------------------------
+
+// The transposes and scale the kernels apply: matmul's attributes
+// (transpose_X, transpose_Y, alpha), or matmul_v2's (trans_x, trans_y, at
+// the same positions; no alpha, and as Paddle's matmul_v2 a 1-D operand is
+// never transposed: X is a row, Y a column, whatever the flag).
+struct matmul_flags {
+    bool tx = false, ty = false;
+    double alpha = 1.0;
+    template <bool V2> static matmul_flags of(const Attribute* a, int x_rank, int y_rank) {
+        if constexpr (V2) return {a[0].b && x_rank > 1, a[1].b && y_rank > 1, 1.0};
+        else return {a[0].b, a[1].b, a[2].f};
+    }
+};
 
 struct matmul_op {
     enum { X = 0, Y = 1 };
     enum { transpose_X = 0, transpose_Y = 1, alpha = 2 };
 
-    static void infer(const InferContext& c) {
+    template <bool V2> static void infer(const InferContext& c) {
         c.dtype_in(X, {DataType::FP32, DataType::FP64});
         c.same_dtype({X, Y});
-        c.set(0, c.dtype(X), out_shape(c, X, Y, c.attr(transpose_X).b, c.attr(transpose_Y).b));
+        const auto f = matmul_flags::of<V2>(&c.attr(0), c.shape(X).rank(), c.shape(Y).rank());
+        c.set(0, c.dtype(X), out_shape(c, X, Y, f.tx, f.ty));
     }
 
     // Out's shape for inputs `x`, `y` of an inference context (shared with
@@ -183,9 +197,19 @@ inline OpDef matmul_def() {
             {{"transpose_X", Attribute::make_bool("transpose_X", false)},
              {"transpose_Y", Attribute::make_bool("transpose_Y", false)},
              {"alpha", Attribute::make_float("alpha", 1.0)}},
-            &matmul_op::infer};
+            &matmul_op::infer<false>};
     d.doc = "Out = alpha * op(X) * op(Y), batched with broadcasting";
     d.grad_maker = [](const GradRequest& r) { return xy_grad_ops(r, "matmul_grad"); };
+    return d;
+}
+
+inline std::vector<AttrDef> matmul_v2_attrs() {
+    return {{"trans_x", Attribute::make_bool("trans_x", false)}, {"trans_y", Attribute::make_bool("trans_y", false)}};
+}
+inline OpDef matmul_v2_def() {
+    OpDef d{"matmul_v2", {{"X"}, {"Y"}}, {{"Out"}}, matmul_v2_attrs(), &matmul_op::infer<true>};
+    d.doc = "Out = op(X) * op(Y), batched with broadcasting (paddle.matmul; a 1-D operand is not transposed)";
+    d.grad_maker = [](const GradRequest& r) { return xy_grad_ops(r, "matmul_v2_grad"); };
     return d;
 }
 
@@ -195,9 +219,9 @@ struct matmul_grad_op {
     enum { DX = 0, DY = 1 };
     enum { transpose_X = 0, transpose_Y = 1, alpha = 2 };
 
-    static void infer(const InferContext& c) {
-        const bool tx = c.attr(transpose_X).b, ty = c.attr(transpose_Y).b;
-        xy_grad_infer(c, X, Y, DOut, matmul_op::out_shape(c, X, Y, tx, ty));
+    template <bool V2> static void infer(const InferContext& c) {
+        const auto f = matmul_flags::of<V2>(&c.attr(0), c.shape(X).rank(), c.shape(Y).rank());
+        xy_grad_infer(c, X, Y, DOut, matmul_op::out_shape(c, X, Y, f.tx, f.ty));
     }
 };
 
@@ -206,8 +230,14 @@ inline OpDef matmul_grad_def() {
             {{"transpose_X", Attribute::make_bool("transpose_X", false)},
              {"transpose_Y", Attribute::make_bool("transpose_Y", false)},
              {"alpha", Attribute::make_float("alpha", 1.0)}},
-            &matmul_grad_op::infer};
+            &matmul_grad_op::infer<false>};
     d.doc = "X@GRAD, Y@GRAD of matmul (broadcast batch dims summed)";
+    return d;
+}
+inline OpDef matmul_v2_grad_def() {
+    OpDef d{"matmul_v2_grad", {{"X"}, {"Y"}, {"Out@GRAD"}}, {{"X@GRAD", false, true}, {"Y@GRAD", false, true}},
+            matmul_v2_attrs(), &matmul_grad_op::infer<true>};
+    d.doc = "X@GRAD, Y@GRAD of matmul_v2 (broadcast batch dims summed)";
     return d;
 }
 

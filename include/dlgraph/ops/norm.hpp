@@ -112,6 +112,7 @@ inline OpDef batch_norm_def() {
         for (const char* slot : {"Mean", "Variance"}) g.set_input(slot, r.fwd.input(slot)->arguments);
         return {with_param_grads(std::move(g), r, dx, ds, db)};
     };
+    d.in_place = true;  // MeanOut = Mean, VarianceOut = Variance, channel by channel
     return d;
 }
 

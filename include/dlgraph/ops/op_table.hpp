@@ -50,7 +50,7 @@
     X(expand_v2) X(expand_v2_grad) X(pad) X(pad_grad) X(gather) X(gather_grad) X(scatter) X(scatter_grad)        \
     X(elementwise_mod) X(elementwise_floordiv) X(sigmoid_cross_entropy_with_logits)                              \
     X(sigmoid_cross_entropy_with_logits_grad) X(huber_loss) X(huber_loss_grad) X(smooth_l1_loss)                \
-    X(smooth_l1_loss_grad) X(kldiv_loss) X(kldiv_loss_grad) X(adagrad) X(rmsprop) X(lamb)
+    X(smooth_l1_loss_grad) X(kldiv_loss) X(kldiv_loss_grad) X(adagrad) X(rmsprop) X(lamb) X(range) X(matmul_v2) X(matmul_v2_grad)
 
 namespace dlgraph {
 

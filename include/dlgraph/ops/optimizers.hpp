@@ -37,15 +37,28 @@ struct sgd_op {
 inline OpDef sgd_def() {
     OpDef d{"sgd", {{"Param"}, {"Grad"}, {"LearningRate"}}, {{"ParamOut"}}, {}, &sgd_op::infer};
     d.doc = "ParamOut = Param - LearningRate * Grad";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 
-// v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v)
+// v = mu * v + g; p -= lr * (nesterov ? g + mu * v : v), g being
+// rescale_grad * Grad, plus regularization_coeff * Param when
+// regularization_method is "l2_decay" (Paddle's attributes). Paddle's
+// multi_precision (FP16 parameters with FP32 master copies) is refused.
 struct momentum_op {
     enum { Param = 0, Grad = 1, Velocity = 2, LearningRate = 3 };
     enum { ParamOut = 0, VelocityOut = 1 };
-    enum { mu = 0, use_nesterov = 1 };
+    enum { mu = 0, use_nesterov = 1, regularization_method = 2, regularization_coeff = 3, multi_precision = 4, rescale_grad = 5 };
+    // The L2 coefficient the attributes ask for (0: none).
+    static double l2(const Attribute* a) {
+        return a[regularization_method].s == "l2_decay" ? a[regularization_coeff].f : 0.0;
+    }
     static void infer(const InferContext& c) {
+        const std::string& m = c.attr(regularization_method).s;
+        if (!m.empty() && m != "l2_decay")
+            c.fail("dlgraph.shape.attr", "regularization_method '" + m + "' is not one of '' and 'l2_decay'");
+        if (c.attr(multi_precision).b)
+            c.fail("dlgraph.shape.attr", "multi_precision (FP32 master copies of FP16 parameters) is not supported");
         c.dtype_in(Param, {DataType::FP32, DataType::FP64});
         c.same_dtype({Param, Grad, Velocity, LearningRate});
         detail::check_like_param(c, {Grad, Velocity}, LearningRate);
@@ -55,9 +68,15 @@ struct momentum_op {
 };
 inline OpDef momentum_def() {
     OpDef d{"momentum", {{"Param"}, {"Grad"}, {"Velocity"}, {"LearningRate"}}, {{"ParamOut"}, {"VelocityOut"}},
-            {{"mu", Attribute::make_float("mu", 0.9)}, {"use_nesterov", Attribute::make_bool("use_nesterov", false)}},
+            {{"mu", Attribute::make_float("mu", 0.9)},
+             {"use_nesterov", Attribute::make_bool("use_nesterov", false)},
+             {"regularization_method", Attribute::make_string("regularization_method", "")},
+             {"regularization_coeff", Attribute::make_float("regularization_coeff", 0.0)},
+             {"multi_precision", Attribute::make_bool("multi_precision", false)},
+             {"rescale_grad", Attribute::make_float("rescale_grad", 1.0)}},
             &momentum_op::infer};
     d.doc = "momentum SGD (optionally Nesterov)";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 
@@ -89,6 +108,7 @@ inline OpDef adam_def() {
              {"epsilon", Attribute::make_float("epsilon", 1e-8)}},
             &adam_op::infer};
     d.doc = "Adam update of Param and its moments";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 
@@ -109,6 +129,7 @@ inline OpDef adamw_def() {
     d.attrs.push_back({"coeff", Attribute::make_float("coeff", 0.01)});
     d.attrs.push_back({"with_decay", Attribute::make_bool("with_decay", false)});
     d.doc = "AdamW: Param -= lr * coeff * Param (with_decay), then Adam's update";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 
@@ -129,6 +150,7 @@ inline OpDef adagrad_def() {
     OpDef d{"adagrad", {{"Param"}, {"Grad"}, {"Moment"}, {"LearningRate"}}, {{"ParamOut"}, {"MomentOut"}},
             {{"epsilon", Attribute::make_float("epsilon", 1e-6)}}, &adagrad_op::infer};
     d.doc = "Adagrad: Moment += Grad^2; Param -= lr * Grad / (sqrt(Moment) + epsilon)";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 
@@ -167,6 +189,7 @@ inline OpDef rmsprop_def() {
              {"centered", Attribute::make_bool("centered", false)}},
             &rmsprop_op::infer};
     d.doc = "RMSProp (optionally centered, with momentum)";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 
@@ -183,6 +206,7 @@ inline OpDef lamb_def() {
                {"epsilon", Attribute::make_float("epsilon", 1e-6)},
                {"weight_decay", Attribute::make_float("weight_decay", 0.01)}};
     d.doc = "LAMB: Adam's direction plus weight decay, scaled by the trust ratio |Param| / |direction|";
+    d.in_place = true;  // ParamOut = Param and the like
     return d;
 }
 

@@ -955,6 +955,7 @@ inline OpDef sum_def() {
         }
         return ops;
     };
+    d.in_place = true;  // Paddle accumulates gradients with Out one of the X
     return d;
 }
 

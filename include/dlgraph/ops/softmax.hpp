@@ -80,7 +80,9 @@ inline OpDef log_softmax_grad_def() {
 
 // Shared checks of (X or Logits, Label): X is [..., D]; a hard Label is
 // INT64 [..., 1], a soft one has X's dtype and shape. Returns [..., 1].
-inline Shape loss_infer(const InferContext& c, int x, int label, bool soft) {
+// With `lower_rank` (cross_entropy, as Paddle's), a hard Label may also be
+// [...] (X's rank less one), and the loss then has Label's shape.
+inline Shape loss_infer(const InferContext& c, int x, int label, bool soft, bool lower_rank = false) {
     const std::string xn = c.slot_name(x);
     c.dtype_in(x, {DataType::FP32, DataType::FP64});
     if (soft) c.same_dtype({x, label});
@@ -89,8 +91,10 @@ inline Shape loss_infer(const InferContext& c, int x, int label, bool soft) {
     const Shape& ls = c.shape(label);
     const std::string both = xn + " is " + to_string(xs) + " but Label is " + to_string(ls);
     if (xs.rank() == 0) c.fail("dlgraph.shape.loss", xn + " is " + to_string(xs) + ": it needs rank >= 1 ([..., classes])");
-    if (ls.rank() != xs.rank())
-        c.fail("dlgraph.shape.loss", both + ": Label must have " + xn + "'s rank (" + std::to_string(xs.rank()) + ")");
+    const bool dropped = lower_rank && !soft && xs.rank() > 1 && ls.rank() == xs.rank() - 1;
+    if (ls.rank() != xs.rank() && !dropped)
+        c.fail("dlgraph.shape.loss", both + ": Label must have " + xn + "'s rank (" + std::to_string(xs.rank()) + ")" +
+                                         (lower_rank && !soft ? " or one less" : ""));
     const int r = xs.rank();
     Shape out;
     for (int i = 0; i + 1 < r; ++i) {
@@ -99,6 +103,7 @@ inline Shape loss_infer(const InferContext& c, int x, int label, bool soft) {
                                              " vs " + std::to_string(ls[i]) + ")");
         out.push_back(merge_dim(xs[i], ls[i]));
     }
+    if (dropped) return out;
     if (soft && !dims_agree(xs[r - 1], ls[r - 1]))
         c.fail("dlgraph.shape.loss", both + ": a soft Label needs " + xn + "'s last dim (" + std::to_string(xs[r - 1]) +
                                          "), not " + std::to_string(ls[r - 1]));
@@ -112,7 +117,7 @@ struct cross_entropy_op {
     enum { X = 0, Label = 1 };
     enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
-        c.set(0, c.dtype(X), loss_infer(c, X, Label, c.attr(soft_label).b));
+        c.set(0, c.dtype(X), loss_infer(c, X, Label, c.attr(soft_label).b, true));
     }
 };
 
@@ -138,10 +143,8 @@ inline OpDef cross_entropy_def() {
     return d;
 }
 
-// The shape Out@GRAD-like input `dslot` must have: X's with a last dim of 1.
-inline void loss_grad_check(const InferContext& c, int x, int dslot, const std::string& dname) {
-    Shape want = c.shape(x);
-    want[want.rank() - 1] = 1;
+// Out@GRAD-like input `dslot` must have the loss's shape `want`.
+inline void loss_grad_check(const InferContext& c, const Shape& want, int dslot, const std::string& dname) {
     const Shape& ds = c.shape(dslot);
     bool ok = ds.rank() == want.rank();
     for (int i = 0; ok && i < ds.rank(); ++i) ok = dims_agree(ds[i], want[i]);
@@ -154,9 +157,9 @@ struct cross_entropy_grad_op {
     enum { X = 0, Label = 1, DY = 2 };
     enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
-        loss_infer(c, X, Label, c.attr(soft_label).b);
+        const Shape loss = loss_infer(c, X, Label, c.attr(soft_label).b, true);
         c.same_dtype({X, DY});
-        loss_grad_check(c, X, DY, "Y@GRAD");
+        loss_grad_check(c, loss, DY, "Y@GRAD");
         c.set(0, c.dtype(X), c.shape(X));
     }
 };
@@ -170,21 +173,43 @@ inline OpDef cross_entropy_grad_def() {
     return d;
 }
 
+// Paddle's attributes of softmax_with_cross_entropy (and its grad op):
+// numeric_stable_mode is accepted either way (dlgraph always computes the
+// stable form, which Paddle's mode true chooses); axis must be the last
+// one and use_softmax true, else the op is refused (not yet supported).
+inline std::vector<AttrDef> swce_attrs() {
+    return {{"soft_label", Attribute::make_bool("soft_label", false)},
+            {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)},
+            {"numeric_stable_mode", Attribute::make_bool("numeric_stable_mode", true)},
+            {"axis", Attribute::make_int("axis", -1)},
+            {"use_softmax", Attribute::make_bool("use_softmax", true)}};
+}
+// loss_infer for (Logits or Softmax, Label), after the attributes' checks.
+inline Shape swce_infer(const InferContext& c, int x, int label) {
+    enum { soft_label = 0, axis = 3, use_softmax = 4 };
+    const std::int64_t a = c.attr(axis).i, r = c.shape(x).rank();
+    if (a != -1 && a != r - 1)
+        c.fail("dlgraph.shape.attr", "axis " + std::to_string(a) + ": only the last axis (-1) is supported yet; transpose " +
+                                         c.slot_name(x) + " " + to_string(c.shape(x)) + " to put the classes last");
+    if (!c.attr(use_softmax).b)
+        c.fail("dlgraph.shape.attr", "use_softmax false (Logits already probabilities) is not supported; use cross_entropy");
+    return loss_infer(c, x, label, c.attr(soft_label).b);
+}
+
 struct softmax_with_cross_entropy_op {
     enum { Logits = 0, Label = 1 };
     enum { Softmax = 0, Loss = 1 };
     enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
-        Shape loss = loss_infer(c, Logits, Label, c.attr(soft_label).b);
+        Shape loss = swce_infer(c, Logits, Label);
         c.set(Softmax, c.dtype(Logits), c.shape(Logits));
         c.set(Loss, c.dtype(Logits), loss);
     }
 };
 
 inline OpDef softmax_with_cross_entropy_def() {
-    OpDef d{"softmax_with_cross_entropy", {{"Logits"}, {"Label"}}, {{"Softmax"}, {"Loss"}},
-            {{"soft_label", Attribute::make_bool("soft_label", false)},
-             {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)}}, &softmax_with_cross_entropy_op::infer};
+    OpDef d{"softmax_with_cross_entropy", {{"Logits"}, {"Label"}}, {{"Softmax"}, {"Loss"}}, swce_attrs(),
+            &softmax_with_cross_entropy_op::infer};
     d.may_fail = true;  // a label out of range
     d.doc = "Softmax = softmax(Logits); Loss = cross entropy of Softmax and Label, computed stably; 0 where "
             "label == ignore_index";
@@ -214,17 +239,16 @@ struct softmax_with_cross_entropy_grad_op {
     enum { Label = 0, Softmax = 1, DLoss = 2 };
     enum { soft_label = 0, ignore_index = 1 };
     static void infer(const InferContext& c) {
-        loss_infer(c, Softmax, Label, c.attr(soft_label).b);
+        const Shape loss = swce_infer(c, Softmax, Label);
         c.same_dtype({Softmax, DLoss});
-        loss_grad_check(c, Softmax, DLoss, "Loss@GRAD");
+        loss_grad_check(c, loss, DLoss, "Loss@GRAD");
         c.set(0, c.dtype(Softmax), c.shape(Softmax));
     }
 };
 
 inline OpDef softmax_with_cross_entropy_grad_def() {
-    OpDef d{"softmax_with_cross_entropy_grad", {{"Label"}, {"Softmax"}, {"Loss@GRAD"}}, {{"Logits@GRAD"}},
-            {{"soft_label", Attribute::make_bool("soft_label", false)},
-             {"ignore_index", Attribute::make_int("ignore_index", kernels::default_ignore_index)}}, &softmax_with_cross_entropy_grad_op::infer};
+    OpDef d{"softmax_with_cross_entropy_grad", {{"Label"}, {"Softmax"}, {"Loss@GRAD"}}, {{"Logits@GRAD"}}, swce_attrs(),
+            &softmax_with_cross_entropy_grad_op::infer};
     d.kernel_slot = 1;  // Softmax: Label may be INT64
     d.may_fail = true;  // a label out of range
     d.doc = "Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD (soft: Softmax * sum(Label) - Label)";
