@@ -30,6 +30,21 @@ template <class T> std::vector<T> values_of(const dlgraph::Tensor& t) {
     return std::vector<T>(p, p + t.numel());
 }
 
+// A tensor of `shape` holding `values` converted to T.
+template <class T, class U> dlgraph::Tensor filled(const dlgraph::Shape& shape, const std::vector<U>& values) {
+    dlgraph::Tensor t(dlgraph::dtype_of<T>, shape);
+    REQUIRE(static_cast<std::size_t>(shape.numel()) == values.size());
+    T* p = t.data<T>();
+    for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+    return t;
+}
+
+// A tensor's elements (its dtype must be T) as doubles.
+template <class T> std::vector<double> widened(const dlgraph::Tensor& t) {
+    const auto v = values_of<T>(t);
+    return std::vector<double>(v.begin(), v.end());
+}
+
 // Row-major multi-index of element i of shape s (a dim of 0 gives index 0),
 // and back.
 inline std::vector<std::int64_t> unravel(std::int64_t i, const dlgraph::Shape& s) {

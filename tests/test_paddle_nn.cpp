@@ -76,20 +76,7 @@ std::vector<std::int64_t> hard_labels(std::mt19937& g, std::size_t rows, std::si
 
 std::size_t count_of(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
 
-// A tensor of `shape` holding `values` converted to T.
-template <class T, class U> Tensor filled(const Shape& shape, const std::vector<U>& values) {
-    Tensor t(dtype_of<T>, shape);
-    REQUIRE(count_of(shape) == values.size());
-    T* p = t.data<T>();
-    for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
-    return t;
-}
 
-template <class T> std::vector<double> widened(const Tensor& t) {
-    REQUIRE(t.dtype() == dtype_of<T>);
-    const T* p = t.data<T>();
-    return std::vector<double>(p, p + t.numel());
-}
 
 // Pairs (got, want) with got within tol * max(1, |want|) of want (a NaN
 // fails), or, with rtol set, within NumPy's allclose: atol + rtol * |want|.
@@ -970,7 +957,7 @@ TEST_CASE("Paddle's test_layer_norm_op.py classes") {
     // TestGetSetKeepLayerNormScaleBiasFP32Flag (a Python flag).
 }
 
-TEST_CASE("Paddle's test_layer_norm_op.py classes: TestLayerNormOp's [92, 513, 1134] configurations") {
+TEST_CASE("Paddle's test_layer_norm_op.py classes: TestLayerNormOp's [92, 513, 1134] configurations (large)") {
     const layer_norm_config configs[] = {
         {{92, 513, 1134}, 2, true, true, 0.1},
         {{92, 513, 1134}, 2, false, true, 0.1},

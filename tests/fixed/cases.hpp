@@ -136,7 +136,10 @@ template <class T> struct builder {
                 const std::int64_t k = s[rank - 1], g = 1 + r.below(24);
                 if (rank == 2 && r.coin()) pool.push_back(mul(x, weight(Shape{k, g})));
                 else if (r.coin()) pool.push_back(matmul(x, weight(Shape{g, k}), false, true, r.uniform(0.5, 2)));
-                else pool.push_back(matmul(x, weight(Shape{k, g})));
+                else if (r.coin()) pool.push_back(matmul(x, weight(Shape{k, g})));
+                else  // Paddle 2's matmul_v2
+                    pool.push_back(apply_op<T>("matmul_v2", {{"X", x}, {"Y", weight(Shape{g, k})}},
+                                               {Attribute::make_bool("trans_x", false), Attribute::make_bool("trans_y", true)}));
                 return;
             }
             case 6: pool.push_back(softmax(x, r.below(rank) - (r.coin() ? rank : 0))); return;
