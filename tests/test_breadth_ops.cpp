@@ -1071,3 +1071,28 @@ TEST_CASE("range: errors by their text, a refused run leaves the session as it w
     check_throws<shape_error>([&] { us.eval({ur}); },
                               {"[dlgraph.shape.value]", "End sets Out's length, so its value must be known before the run"});
 }
+
+TEST_CASE("range: a constant written again before range is no longer known while planning, after range it is") {
+    // n = fill_constant(5), then increment(n) -> n: the folded 5 is stale, and
+    // the new value is only known after that step runs.
+    auto build = [](bool increment_first, Program& p) {
+        auto n = p.constant<std::int64_t>(5, {1}, "n");
+        if (increment_first) p.append("increment", {{"X", {"n"}}}, {}, {Attribute::make_float("step", 1.0)}, nullptr, {{"Out", {"n"}}});
+        auto r = arange(p.constant<std::int64_t>(0), n, p.constant<std::int64_t>(1));
+        if (!increment_first) p.append("increment", {{"X", {"n"}}}, {}, {Attribute::make_float("step", 1.0)}, nullptr, {{"Out", {"n"}}});
+        return r;
+    };
+    {
+        Program p;
+        auto r = build(true, p);
+        Session<cpu> s(p);
+        check_throws<shape_error>([&] { s.eval({r}); },
+                                  {"[dlgraph.shape.value]", "End sets Out's length, so its value must be known before the run"});
+    }
+    {
+        Program p;
+        auto r = build(false, p);
+        Session<cpu> s(p);
+        CHECK(values_of<std::int64_t>(s.eval({r})[0]) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    }
+}

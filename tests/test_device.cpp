@@ -448,3 +448,24 @@ TEST_CASE("device: a tensor in device memory can be fed (it is copied to the hos
     Session<cpu> plain(q);
     CHECK(plain.eval(r, {{a, w}}) == ref.eval(relu(n.w)));
 }
+
+TEST_CASE("device: a scope value in device memory sets range's length, and a new value gives a new one") {
+    ops_on_device only({"scale"});
+    Program p;
+    auto n = p.parameter<std::int64_t>("n", {1}, init::constant(4), false);
+    auto x = p.parameter<float>("x", {3}, init::constant(1), false);
+    auto y = scale(x, 2.0);  // a device step, so the session has device work
+    auto r = arange(p.constant<std::int64_t>(0), n, p.constant<std::int64_t>(1));
+    Session<counting_device> s(p);
+    const std::vector<TargetRef> targets{r, y};
+    auto got = s.eval(targets, std::vector<Feed>{});
+    const std::string text = describe(s.plan(targets, std::vector<std::string>{}));
+    INFO(text);
+    CHECK(text.find("memcpy_d2h  X=n -> ") != std::string::npos);  // n lives in device memory
+    CHECK(values_of<std::int64_t>(got[0]) == std::vector<std::int64_t>{0, 1, 2, 3});
+    s.scope().var("n").get_mutable<Tensor>() = tensor_of<std::int64_t>({1}, {2});
+    got = s.eval(targets, std::vector<Feed>{});
+    CHECK(values_of<std::int64_t>(got[0]) == std::vector<std::int64_t>{0, 1});
+    got = s.eval(targets, std::vector<Feed>{});  // unchanged: the same plan, the same length
+    CHECK(values_of<std::int64_t>(got[0]) == std::vector<std::int64_t>{0, 1});
+}

@@ -402,7 +402,7 @@ DLGRAPH_INLINE void add_steps(ExecutionPlan& plan, const BlockDesc& blk, const p
                 if (target.type != VarType::LOD_TENSOR || std::find(st.ins.begin(), st.ins.end(), o) == st.ins.end())
                     continue;
                 PlannedValue fresh;
-                fresh.name = target.name + "@op" + std::to_string(i);
+                fresh.name = target.name + "@op" + std::to_string(i) + (copies.empty() ? "" : "." + std::to_string(copies.size()));
                 fresh.declared = target.declared;
                 plan.values.push_back(std::move(fresh));
                 PlannedStep a;
@@ -642,9 +642,10 @@ DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<con
 namespace detail {
 
 // The values infer_plan offers to OpDef::reads_values steps (sets_shape
-// values only): a plan input's host tensor when the plan does not write it
-// (a feed, a scope value), the result of a small OpDef::constant step
-// computed here by its CPU kernel, and a copy of either.
+// values only): a plan input the plan does not write (a feed, a scope
+// value; one in device memory is read into a host copy), the result of a
+// small OpDef::constant step computed here by its CPU kernel, and a copy of
+// either, until a step writes the value again.
 class shape_values {
 public:
     shape_values(const ExecutionPlan& p, const std::vector<bool>& known, const std::vector<Variable*>* vars)
@@ -653,12 +654,19 @@ public:
             const PlannedValue& pv = p.values[v];
             if (!pv.sets_shape || !known[v] || pv.written || !vars || !(*vars)[v] || !(*vars)[v]->is<Tensor>()) continue;
             const Tensor& t = (*vars)[v]->get<Tensor>();
-            if (t.initialized() && t.place() == Place::host) of_[v] = &t;
+            if (!t.initialized()) continue;
+            if (t.place() == Place::host) {
+                of_[v] = &t;
+            } else {
+                folded_.emplace_back().copy_from(t);
+                of_[v] = &folded_.back();
+            }
         }
     }
     const Tensor* of(int v) const { return of_[static_cast<std::size_t>(v)]; }
     // After step `st` inferred its outputs' metas.
     void after(const PlannedStep& st, DataType kernel_dtype, const std::vector<VarMeta>& metas) {
+        for (int o : st.outs) of_[static_cast<std::size_t>(o)] = nullptr;  // written: what was offered is stale
         if (st.outs.size() != 1 || !p_.values[static_cast<std::size_t>(st.outs[0])].sets_shape) return;
         const auto out = static_cast<std::size_t>(st.outs[0]);
         if (st.is_copy()) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -43,6 +44,13 @@ inline void copy_to_device(const KernelContext& c) {
 }
 inline void copy_to_host(const KernelContext& c) {
     if (c.in(0).bytes()) c.device->to_host(c.out(0).raw(), c.in(0).raw(), c.in(0).bytes());
+}
+
+// The first n bytes of t, from host or device memory (a device read waits).
+inline void read_bytes(const Tensor& t, std::byte* out, std::size_t n) {
+    if (!n) return;
+    if (t.place() == Place::host) std::memcpy(out, t.raw(), n);
+    else t.buffer()->owner()->read(out, t.raw(), n);
 }
 
 struct program_state {
@@ -849,8 +857,8 @@ auto Session<Device>::shape_pass(bound_plan& bp) -> void {
         bp.signature[i] = p.metas[static_cast<std::size_t>(bp.inputs[i])];
     for (auto& k : bp.value_signature) {
         const Tensor& t = *bp.tensors[static_cast<std::size_t>(k.value)];
-        k.size = t.place() == Place::host && t.bytes() <= k.bytes.size() ? t.bytes() : 0;
-        if (k.size) std::memcpy(k.bytes.data(), t.raw(), k.size);
+        k.size = t.bytes() <= k.bytes.size() ? t.bytes() : 0;
+        if (k.size) detail::read_bytes(t, k.bytes.data(), k.size);
     }
     p.shaped = true;
 }
@@ -885,9 +893,12 @@ auto Session<Device>::signature_matches(const bound_plan& bp) const -> bool {
         const Tensor& t = *bp.tensors[static_cast<std::size_t>(bp.inputs[i])];
         if (t.dtype() != bp.signature[i].dtype || !(t.shape() == bp.signature[i].shape)) return false;
     }
-    for (auto& k : bp.value_signature) {
+    for (auto& k : bp.value_signature) {  // a value over 8 bytes (size 0) never matches
         const Tensor& t = *bp.tensors[static_cast<std::size_t>(k.value)];
-        if (t.place() == Place::host && (t.bytes() != k.size || std::memcmp(t.raw(), k.bytes.data(), k.size) != 0)) return false;
+        if (t.bytes() != k.size) return false;
+        std::array<std::byte, 8> now;
+        detail::read_bytes(t, now.data(), k.size);
+        if (std::memcmp(now.data(), k.bytes.data(), k.size) != 0) return false;
     }
     return true;
 }
