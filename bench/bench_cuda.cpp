@@ -14,6 +14,9 @@
 //   BM_tiny_launches/1000               the same 1,000 scale kernels queued
 //                                       by their launcher alone (no session):
 //                                       the part of the above that is CUDA's
+//   BM_feed_fetch/floats/staging:{0,1}  y = 2x, x fed and y fetched: the
+//                                       copies through pinned staging or
+//                                       from and to pageable memory
 //   BM_mlp_train_{sgd,adam}_cuda/batch  the MLP of bench_train on the GPU,
 //                                       feeds from the host, loss fetched
 //                                       (bench/bench_train_torch_cuda.py
@@ -240,6 +243,41 @@ void BM_tiny_launches(benchmark::State& state) {
     CK(cudaStreamDestroy(stream));
 }
 BENCHMARK(BM_tiny_launches)->ArgName("ops")->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// ---- feeds and fetches ----------------------------------------------------------------------
+
+// y = 2x for a fed x of n floats, y fetched into the caller's tensor: one
+// copy each way and one small kernel, with the copies through the
+// context's pinned staging or straight from and to the caller's (pageable)
+// memory. bytes/s: the 2 n floats copied.
+void BM_feed_fetch(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = scale(x, 2.0, 0.0);
+    const bool staging = cuda::options.pinned_staging;
+    cuda::options.pinned_staging = state.range(1) != 0;
+    Session<cuda> s(p);
+    cuda::options.pinned_staging = staging;
+    Tensor xv(DataType::FP32, Shape{n});
+    for (std::int64_t i = 0; i < n; ++i) xv.data<float>()[i] = static_cast<float>(i % 1000);
+    const std::vector<TargetRef> targets{y};
+    const std::vector<Feed> feeds{{"x", xv}};
+    std::vector<Tensor> out(1);
+    s.eval_into(targets, feeds, out);
+    s.eval_into(targets, feeds, out);  // the first call's wait sized the staging
+    for (auto _ : state) {
+        s.eval_into(targets, feeds, out);
+        benchmark::DoNotOptimize(out[0].raw());
+    }
+    if (out[0].data<float>()[n - 1] != 2.0f * static_cast<float>((n - 1) % 1000)) state.SkipWithError("wrong result");
+    state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(2 * n * 4), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_feed_fetch)
+    ->ArgNames({"floats", "staging"})
+    ->ArgsProduct({{1024, 1 << 14, 1 << 18}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // ---- the MLP training step ----------------------------------------------------------------
 

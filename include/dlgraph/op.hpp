@@ -117,13 +117,17 @@ using kernels::fault_code;
 struct KernelFault {
     std::atomic<int> code{0};
     std::int64_t a = 0, b = 0, c = 0;  // the facts of the first fault (a label, its row, the class count)
+    // The plan step that met it, where a device tells (KernelContext::step); else -1.
+    std::int32_t step = -1;
     // Records a fault unless one is recorded already; safe from several threads.
-    void raise(fault_code f, std::int64_t fa = 0, std::int64_t fb = 0, std::int64_t fc = 0) noexcept {
+    void raise(fault_code f, std::int64_t fa = 0, std::int64_t fb = 0, std::int64_t fc = 0,
+               std::int32_t at_step = -1) noexcept {
         int none = 0;
         if (!code.compare_exchange_strong(none, static_cast<int>(f), std::memory_order_acq_rel)) return;
         a = fa;
         b = fb;
         c = fc;
+        step = at_step;
     }
     void raise(const kernels::fault& f) noexcept {
         if (f) raise(f.code, f.a, f.b, f.c);
@@ -150,6 +154,9 @@ struct KernelContext {
     DeviceContext* device = nullptr;
     // Where the kernel records bad data (never null in a session's steps).
     KernelFault* fault = nullptr;
+    // The step's index in the plan (-1 outside a session): a device whose
+    // faults are seen after a wait names the step that met them.
+    std::int32_t step = -1;
     // A collective op's communicator (OpDef::comm_ring_attr); else null.
     Communicator* comm = nullptr;
 

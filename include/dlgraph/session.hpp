@@ -701,6 +701,7 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
         ctx.attrs = st.attrs.data();
         ctx.device = st.place == Place::device ? device_.get() : nullptr;
         ctx.fault = &bp->fault;
+        ctx.step = static_cast<std::int32_t>(&st - p.steps.data());
         if (st.def && st.def->comm_ring_attr >= 0) ctx.comm = communicator_of(st);
         for (int v : st.ins) {
             bp->in_ptrs.push_back(bp->tensors[static_cast<std::size_t>(v)]);
@@ -1042,7 +1043,9 @@ auto Session<Device>::run_steps(bound_plan& bp, std::chrono::nanoseconds* step_t
     // A fault a device records while its work runs is known after a wait.
     auto wait = [&] {
         device_->synchronize();
-        if (bp.fault.failed()) throw_fault(bp.fault, "a step on " + bp.plan.device);
+        if (!bp.fault.failed()) return;
+        const std::size_t at = static_cast<std::size_t>(bp.fault.step);
+        throw_fault(bp.fault, at < bp.plan.steps.size() ? bp.plan.steps[at].label : "a step on " + bp.plan.device);
     };
     std::size_t g = 0;  // the next work graph
     for (std::size_t s = 0; s < bp.steps.size(); ++s) {

@@ -6,10 +6,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "dlgraph/cuda/allocator.hpp"
 #include "dlgraph/cuda/cuda.hpp"
@@ -83,15 +85,22 @@ public:
     // be used from any thread; launches and cuBLAS go to the current GPU).
     void make_current() const { use_device(memory_->device); }
     cublasHandle_t blas() const noexcept { return blas_; }
-    // The fault slot a kernel that can meet bad data writes to; the fault is
-    // raised into `target` (the step's KernelFault) at the next synchronize.
-    cuda_kernels::device_fault* fault_slot(KernelFault* target) noexcept {
+    // The fault slot a kernel of plan step `step` that can meet bad data
+    // writes to: one per step (the last one shared by steps from
+    // fault_slots - 1 on), so that the next synchronize raises into `target`
+    // (the plan's KernelFault) the fault of the first step that met one,
+    // naming it, as the CPU's loop does.
+    static constexpr int fault_slots = 256;
+    cuda_kernels::device_fault* fault_slot(KernelFault* target, int step) noexcept {
+        const int k = step >= 0 && step < fault_slots - 1 ? step : fault_slots - 1;
         fault_target_ = target;
-        return fault_device_;
+        slots_used_ = std::max(slots_used_, k + 1);
+        return fault_device_ + k;
     }
     // Device memory a reduction keeps partial results in between its two
     // kernels: the cuBLAS workspace, which no cuBLAS call touches meanwhile
-    // (both run in stream order on this context's stream).
+    // (both run in stream order on this context's stream); at least
+    // cuda_kernels::sum_scratch_bytes, also when cuBLAS gets none.
     void* scratch() const noexcept { return workspace_; }
     std::size_t scratch_bytes() const noexcept { return workspace_bytes_; }
     CudaStats stats() const;
@@ -104,10 +113,24 @@ private:
     cublasHandle_t blas_ = nullptr;
     void* workspace_ = nullptr;
     std::size_t workspace_bytes_ = 0;
-    cuda_kernels::device_fault* fault_device_ = nullptr;  // where kernels record faults (device memory)
-    cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned: read back at each synchronize
-    cuda_kernels::device_fault* fault_clean_ = nullptr;   // pinned: no fault, copied over fault_device_
+    cuda_kernels::device_fault* fault_device_ = nullptr;  // fault_slots slots where kernels record faults (device memory)
+    cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned: the slots read back at each synchronize
+    cuda_kernels::device_fault* fault_clean_ = nullptr;   // pinned: slots with no fault, copied over fault_device_
+    int slots_used_ = 0;                                  // slots [0, slots_used_) may hold a fault
     KernelFault* fault_target_ = nullptr;
+    // Pinned staging (CudaOptions::pinned_staging): blocks taken in order
+    // between waits, given back at each wait, where fetches are copied out.
+    struct staged_fetch {
+        void* dst;
+        std::size_t offset, bytes;
+    };
+    void* stage(std::size_t bytes) noexcept;  // the next block, or null (then the copy goes direct)
+    void finish_staging(bool copy_out) noexcept;
+    bool pinned_ = true;
+    char* staging_ = nullptr;
+    std::size_t staging_bytes_ = 0, staging_used_ = 0, staged_ = 0;
+    std::size_t staging_wanted_ = 0;  // what the copies since the last wait needed together
+    std::vector<staged_fetch> fetches_;
     std::size_t syncs_ = 0, to_device_ = 0, to_host_ = 0, recorded_ = 0, replays_ = 0;
     bool graphs_ = true;  // options.graphs when made
     std::size_t record_failures_ = 0;

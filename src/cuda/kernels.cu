@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "common.cuh"
 #include "dlgraph/cuda/launch.hpp"
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/kernels/eval.hpp"
@@ -19,32 +20,7 @@
 
 namespace dlgraph::cuda_kernels {
 
-namespace k = dlgraph::kernels;
-using i64 = std::int64_t;
-
 namespace {
-
-constexpr int block_threads = 256;
-constexpr i64 max_blocks = i64(1) << 20;
-
-// Blocks for a grid-stride loop over n elements.
-unsigned grid_for(i64 n) {
-    const i64 b = (n + block_threads - 1) / block_threads;
-    return static_cast<unsigned>(b < 1 ? 1 : b > max_blocks ? max_blocks : b);
-}
-// Blocks for one block per item (rows, output elements).
-unsigned grid_items(i64 items) { return static_cast<unsigned>(items < 1 ? 1 : items > max_blocks ? max_blocks : items); }
-
-__device__ inline i64 first_index() { return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ inline i64 stride_all() { return static_cast<i64>(gridDim.x) * blockDim.x; }
-
-__device__ void raise_fault(device_fault* f, k::fault_code code, i64 a = 0, i64 b = 0, i64 c = 0) {
-    if (atomicCAS(&f->code, 0, static_cast<int>(code)) == 0) {
-        f->a = a;
-        f->b = b;
-        f->c = c;
-    }
-}
 
 // After a kernel that noted bad label rows: the fault of the lowest one.
 __global__ void label_fault_kernel(const i64* label, i64 d, device_fault* f) {
@@ -406,20 +382,6 @@ template <class T> __global__ void add_into_kernel(i64 n, const T* x, T* z) {
 
 // ---- block reductions ----------------------------------------------------------------------
 
-// Combines each thread's v over the block with f; every thread gets the result.
-template <class T, class F> __device__ T block_fold(T v, F f) {
-    __shared__ T part[block_threads];
-    part[threadIdx.x] = v;
-    __syncthreads();
-    for (int w = block_threads / 2; w > 0; w /= 2) {
-        if (static_cast<int>(threadIdx.x) < w) part[threadIdx.x] = f(part[threadIdx.x], part[threadIdx.x + w]);
-        __syncthreads();
-    }
-    const T r = part[0];
-    __syncthreads();  // part is reused by the next fold
-    return r;
-}
-
 template <class T> __host__ __device__ T max_identity() {
     if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::lowest();
@@ -515,20 +477,22 @@ __global__ void reduce_partials_kernel(i64 outputs, i64 splits, i64 per_output, 
     }
 }
 
+// The X offset of the r-th element an output folds, from its first (base).
+__device__ inline i64 red_offset(const reduce_walk& w, i64 base, i64 r) {
+    for (int d = w.red_rank - 1; d >= 0; --d) {
+        base += r % w.red_ext[d] * w.red_st[d];
+        r /= w.red_ext[d];
+    }
+    return base;
+}
+
 // Any other walk: one block per output element.
 template <class T, class F, class L>
 __global__ void reduce_kernel(reduce_walk w, L ld, T* y, T init, F f, redop op) {
     for (i64 o = blockIdx.x; o < w.outputs; o += gridDim.x) {
         const i64 base = kept_base(w, o);
         T acc = init;
-        for (i64 r = threadIdx.x; r < w.count; r += blockDim.x) {
-            i64 rr = r, off = base;
-            for (int d = w.red_rank - 1; d >= 0; --d) {
-                off += rr % w.red_ext[d] * w.red_st[d];
-                rr /= w.red_ext[d];
-            }
-            acc = f(acc, ld(o, off));
-        }
+        for (i64 r = threadIdx.x; r < w.count; r += blockDim.x) acc = f(acc, ld(o, red_offset(w, base, r)));
         acc = block_fold(acc, f);
         if (threadIdx.x == 0) y[o] = finish_fold(acc, op, w.count);
     }
@@ -547,6 +511,34 @@ __global__ void reduce_grad_kernel(redop op, reduce_grad_walk w, const T* x, con
         else if (op == redop::mean) dx[i] = dout[o] * scale;
         else if (op == redop::mean_all) dx[i] = dout[o] / scale;
         else dx[i] = dout[o];
+    }
+}
+
+// reduce_prod's gradient, a block per output element o: its group's count
+// of zeros and product of nonzeros, then dx = dout * Out / x where the
+// group has no zero, dout * (the product of the others) at a group's only
+// zero, else 0 (kernels::reduce_prod_grad).
+template <class T>
+__global__ void reduce_prod_grad_kernel(reduce_walk w, const T* x, const T* out, const T* dout, T* dx) {
+    for (i64 o = blockIdx.x; o < w.outputs; o += gridDim.x) {
+        const i64 base = kept_base(w, o);
+        i64 zeros = 0;
+        T nonzero = T(1);
+        for (i64 r = threadIdx.x; r < w.count; r += blockDim.x) {
+            const T v = x[red_offset(w, base, r)];
+            if (v == T(0)) ++zeros;
+            else nonzero *= v;
+        }
+        zeros = block_fold(zeros, k::add_fn{});
+        nonzero = block_fold(nonzero, k::mul_fn{});
+        for (i64 r = threadIdx.x; r < w.count; r += blockDim.x) {
+            const i64 off = red_offset(w, base, r);
+            const T v = x[off];
+            T g = T(0);
+            if (zeros == 0) g = dout[o] * out[o] / v;
+            else if (zeros == 1 && v == T(0)) g = dout[o] * nonzero;
+            dx[off] = g;
+        }
     }
 }
 
@@ -1150,6 +1142,12 @@ void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, 
     if (w.n > 0) reduce_grad_kernel<<<grid_for(w.n), block_threads, 0, s>>>(op, w, x, out, dout, dx, scale);
 }
 
+template <class T>
+void reduce_prod_grad(const reduce_walk& w, const T* x, const T* out, const T* dout, T* dx, stream_t s) {
+    if (w.outputs > 0 && w.count > 0)
+        reduce_prod_grad_kernel<<<grid_items(w.outputs), block_threads, 0, s>>>(w, x, out, dout, dx);
+}
+
 template <class T> void softmax(i64 outer, i64 d, i64 inner, const T* x, T* y, stream_t s) {
     if (outer * inner > 0 && d > 0) softmax_kernel<<<grid_items(outer * inner), block_threads, 0, s>>>(outer, d, inner, x, y);
 }
@@ -1348,6 +1346,7 @@ void accuracy(i64 rows, i64 k, const i64* indices, const i64* label, float* acc,
     template void fused<T>(const fused_program&, T*, stream_t);                                                    \
     template void unary_grad<T>(unop, const unary_params&, i64, const T*, const T*, const T*, T*, stream_t);      \
     template void reduce_grad<T>(redop, const reduce_grad_walk&, const T*, const T*, const T*, T*, T, stream_t);  \
+    template void reduce_prod_grad<T>(const reduce_walk&, const T*, const T*, const T*, T*, stream_t);            \
     template void softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                              \
     template void softmax_grad<T>(i64, i64, i64, const T*, const T*, T*, stream_t);                               \
     template void log_softmax<T>(i64, i64, i64, const T*, T*, stream_t);                                          \

@@ -24,6 +24,8 @@
 #include "dlgraph/ops/elementwise.hpp"
 #include "dlgraph/ops/eval_ops.hpp"
 #include "dlgraph/ops/logic.hpp"
+#include "dlgraph/ops/loss.hpp"
+#include "dlgraph/ops/norm.hpp"
 #include "dlgraph/ops/fill.hpp"
 #include "dlgraph/ops/matmul.hpp"
 #include "dlgraph/ops/op_table.hpp"
@@ -47,7 +49,7 @@ cudaStream_t stream_of(const KernelContext& c) {
     ctx.make_current();
     return ctx.stream();
 }
-ck::device_fault* fault_of(const KernelContext& c) { return context_of(c).fault_slot(c.fault); }
+ck::device_fault* fault_of(const KernelContext& c) { return context_of(c).fault_slot(c.fault, c.step); }
 
 void copy_bytes(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
     if (bytes && dst != src) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
@@ -291,6 +293,19 @@ template <ck::redop Op> struct reduce_grad_op {
     }
 };
 
+// reduce_prod's gradient: a block per output element (its group's zeros and nonzero product).
+struct reduce_prod_grad_op {
+    enum { X = 0, Out = 1, DOut = 2 };
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        bool red[max_rank];
+        reduced_flags(c, x.rank(), red);
+        ck::reduce_prod_grad<T>(ck::reduce_walk_of(x.rank(), x.shape().begin(), red), x.data<T>(),
+                                c.in(Out).template data<T>(), c.in(DOut).template data<T>(), c.out(0).data<T>(),
+                                stream_of(c));
+    }
+};
+
 // ---- lookup_table ---------------------------------------------------------------------------------
 
 template <bool V2> struct lookup_table_op : ops::lookup_table_op<V2> {
@@ -398,6 +413,123 @@ struct softmax_with_cross_entropy_grad_op : ops::softmax_with_cross_entropy_grad
     }
 };
 
+// An optional slot's data, or null.
+template <class T> const T* in_or_null(const KernelContext& c, int slot) {
+    return c.in_count(slot) ? c.in(slot).data<T>() : nullptr;
+}
+template <class T> T* out_or_null(const KernelContext& c, int slot) {
+    return c.out_count(slot) ? c.out(slot).data<T>() : nullptr;
+}
+
+struct bce_loss_op : ops::bce_loss_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::bce_loss<T>(c.in(X).numel(), c.in(X).data<T>(), c.in(Label).data<T>(), c.out(0).data<T>(), fault_of(c),
+                        stream_of(c));
+    }
+};
+struct bce_loss_grad_op : ops::bce_loss_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::bce_loss_grad<T>(c.in(X).numel(), c.in(X).data<T>(), c.in(Label).data<T>(), c.in(DOut).data<T>(),
+                             c.out(0).data<T>(), stream_of(c));
+    }
+};
+struct sigmoid_ce_op : ops::sigmoid_ce_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::sigmoid_ce<T>(c.in(X).numel(), c.in(X).data<T>(), c.in(Label).data<T>(), c.attr(ignore_index).i,
+                          c.attr(normalize).b, c.out(0).data<T>(), context_of(c).scratch(), stream_of(c));
+    }
+};
+struct sigmoid_ce_grad_op : ops::sigmoid_ce_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::sigmoid_ce_grad<T>(c.in(X).numel(), c.in(X).data<T>(), c.in(Label).data<T>(), c.in(DOut).data<T>(),
+                               c.attr(ignore_index).i, c.attr(normalize).b, c.out(0).data<T>(), context_of(c).scratch(),
+                               stream_of(c));
+    }
+};
+struct huber_loss_op : ops::huber_loss_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::huber_loss<T>(c.in(X).numel(), c.in(X).data<T>(), c.in(Y).data<T>(), static_cast<T>(c.attr(delta).f),
+                          c.out(Residual).data<T>(), c.out(Out).data<T>(), stream_of(c));
+    }
+};
+struct huber_loss_grad_op : ops::huber_loss_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::huber_loss_grad<T>(c.in(DOut).numel(), c.in(Residual).data<T>(), c.in(DOut).data<T>(),
+                               static_cast<T>(c.attr(ops::huber_loss_op::delta).f), out_or_null<T>(c, DX),
+                               out_or_null<T>(c, DY), stream_of(c));
+    }
+};
+// smooth_l1's rows: X's first dim, each of the rest's elements.
+struct row_split {
+    i64 rows, cols;
+};
+row_split rows_and_cols(const Tensor& x) {
+    const i64 rows = x.shape()[0];
+    return {rows, rows ? x.numel() / rows : 0};
+}
+struct smooth_l1_loss_op : ops::smooth_l1_loss_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const auto g = rows_and_cols(c.in(X));
+        const T s = static_cast<T>(c.attr(sigma).f);
+        ck::smooth_l1_loss<T>(g.rows, g.cols, c.in(X).data<T>(), c.in(Y).data<T>(), in_or_null<T>(c, InsideWeight),
+                              in_or_null<T>(c, OutsideWeight), s * s, c.out(Diff).data<T>(), c.out(Out).data<T>(),
+                              stream_of(c));
+    }
+};
+struct smooth_l1_loss_grad_op : ops::smooth_l1_loss_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const auto g = rows_and_cols(c.in(Diff));
+        const T s = static_cast<T>(c.attr(ops::smooth_l1_loss_op::sigma).f);
+        ck::smooth_l1_loss_grad<T>(g.rows, g.cols, in_or_null<T>(c, InsideWeight), in_or_null<T>(c, OutsideWeight),
+                                   c.in(Diff).data<T>(), c.in(DOut).data<T>(), s * s, out_or_null<T>(c, DX),
+                                   out_or_null<T>(c, DY), stream_of(c));
+    }
+};
+// kldiv's reduction and batch (X's first dim) for the kernels.
+int kl_reduction_of(const KernelContext& c) {
+    return static_cast<int>(ops::kldiv_loss_op::reduction_of(nullptr, c.attr(ops::kldiv_loss_op::reduction).s));
+}
+i64 kl_batch(const Tensor& x) { return x.rank() ? x.shape()[0] : 1; }
+struct kldiv_loss_op : ops::kldiv_loss_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        ck::kldiv_loss<T>(x.numel(), kl_batch(x), kl_reduction_of(c), x.data<T>(), c.in(Target).data<T>(),
+                          c.out(0).data<T>(), context_of(c).scratch(), stream_of(c));
+    }
+};
+struct kldiv_loss_grad_op : ops::kldiv_loss_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        ck::kldiv_loss_grad<T>(x.numel(), kl_batch(x), kl_reduction_of(c), c.in(Target).data<T>(), c.in(DLoss).data<T>(),
+                               c.out(0).data<T>(), stream_of(c));
+    }
+};
+
+// ---- layer_norm -----------------------------------------------------------------------------------
+
+// X as [rows, n]: n the product of the dims from begin_norm_axis on.
+row_split norm_rows(const Tensor& x, i64 begin_norm_axis) {
+    const int a = static_cast<int>(begin_norm_axis);
+    return {ops::dim_product(x.shape(), 0, a), ops::dim_product(x.shape(), a, x.rank())};
+}
+struct layer_norm_op : ops::layer_norm_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const auto g = norm_rows(x, c.attr(begin_norm_axis).i);
+        ck::layer_norm<T>(g.rows, g.cols, x.data<T>(), in_or_null<T>(c, Scale), in_or_null<T>(c, Bias), c.attr(epsilon).f,
+                          c.out(Y).data<T>(), out_or_null<T>(c, Mean), out_or_null<T>(c, Variance), stream_of(c));
+    }
+};
+struct layer_norm_grad_op : ops::layer_norm_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const Tensor& x = c.in(X);
+        const auto g = norm_rows(x, c.attr(begin_norm_axis).i);
+        ck::layer_norm_grad<T>(g.rows, g.cols, x.data<T>(), c.in(DY).data<T>(), in_or_null<T>(c, Scale),
+                               c.in(Mean).data<T>(), c.in(Variance).data<T>(), c.attr(epsilon).f, out_or_null<T>(c, DX),
+                               out_or_null<T>(c, DScale), out_or_null<T>(c, DBias), stream_of(c));
+    }
+};
+
 // ---- optimizers -----------------------------------------------------------------------------------
 
 struct sgd_op : ops::sgd_op {
@@ -430,6 +562,41 @@ template <bool W> struct adam_op : ops::adam_op {
                     c.in(Beta2Pow).data<T>(), coeff, ratio, c.out(ParamOut).data<T>(), c.out(Moment1Out).data<T>(),
                     c.out(Moment2Out).data<T>(), c.out(Beta1PowOut).data<T>(), c.out(Beta2PowOut).data<T>(),
                     stream_of(c));
+    }
+};
+
+struct adagrad_op : ops::adagrad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::adagrad<T>(c.in(Param).numel(), c.in(Param).data<T>(), c.in(Grad).data<T>(), c.in(Moment).data<T>(),
+                       c.in(LearningRate).data<T>(), static_cast<T>(c.attr(epsilon).f), c.out(ParamOut).data<T>(),
+                       c.out(MomentOut).data<T>(), stream_of(c));
+    }
+};
+
+// rmsprop: MeanGrad is read and written only when centered; otherwise a
+// MeanGradOut that is not MeanGrad gets a copy of it, as on the CPU.
+struct rmsprop_op : ops::rmsprop_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const bool cen = c.attr(centered).b;
+        const cudaStream_t s = stream_of(c);
+        ck::rmsprop<T>(c.in(Param).numel(), c.in(Param).data<T>(), c.in(Grad).data<T>(), c.in(MeanSquare).data<T>(),
+                       c.in(Moment).data<T>(), cen ? c.in(MeanGrad).data<T>() : nullptr, c.in(LearningRate).data<T>(),
+                       static_cast<T>(c.attr(epsilon).f), static_cast<T>(c.attr(decay).f),
+                       static_cast<T>(c.attr(momentum).f), cen, c.out(ParamOut).data<T>(), c.out(MeanSquareOut).data<T>(),
+                       c.out(MomentOut).data<T>(), cen ? c.out(MeanGradOut).data<T>() : nullptr, s);
+        if (!cen && c.out_count(MeanGradOut))
+            copy_bytes(c.out(MeanGradOut).raw(), c.in(MeanGrad).raw(), c.in(MeanGrad).bytes(), s);
+    }
+};
+
+struct lamb_op : ops::lamb_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::lamb<T>(c.in(Param).numel(), c.in(Param).data<T>(), c.in(Grad).data<T>(), c.in(Moment1).data<T>(),
+                    c.in(Moment2).data<T>(), c.in(LearningRate).data<T>(), static_cast<T>(c.attr(beta1).f),
+                    static_cast<T>(c.attr(beta2).f), static_cast<T>(c.attr(epsilon).f),
+                    static_cast<T>(c.attr(weight_decay).f), c.in(Beta1Pow).data<T>(), c.in(Beta2Pow).data<T>(),
+                    c.out(ParamOut).data<T>(), c.out(Moment1Out).data<T>(), c.out(Moment2Out).data<T>(),
+                    c.out(Beta1PowOut).data<T>(), c.out(Beta2PowOut).data<T>(), context_of(c).scratch(), stream_of(c));
     }
 };
 
@@ -1003,6 +1170,7 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::reduce_min, arith<reduce_op<ck::redop::min>>());
     set(op_id::reduce_prod, arith<reduce_op<ck::redop::prod>>());
     set(op_id::reduce_min_grad, floats<reduce_grad_op<ck::redop::min>>());
+    set(op_id::reduce_prod_grad, floats<reduce_prod_grad_op>());
     set(op_id::softmax, floats<softmax_op>());
     set(op_id::softmax_grad, floats<softmax_grad_op>());
     set(op_id::log_softmax, floats<log_softmax_op>());
@@ -1075,6 +1243,21 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::one_hot, table_of<one_hot_op<false>, std::int32_t, i64>());
     set(op_id::one_hot_v2, table_of<one_hot_op<true>, std::int32_t, i64>());
     set(op_id::accuracy, arith<accuracy_op>());
+    set(op_id::bce_loss, floats<bce_loss_op>());
+    set(op_id::bce_loss_grad, floats<bce_loss_grad_op>());
+    set(op_id::sigmoid_cross_entropy_with_logits, floats<sigmoid_ce_op>());
+    set(op_id::sigmoid_cross_entropy_with_logits_grad, floats<sigmoid_ce_grad_op>());
+    set(op_id::huber_loss, floats<huber_loss_op>());
+    set(op_id::huber_loss_grad, floats<huber_loss_grad_op>());
+    set(op_id::smooth_l1_loss, floats<smooth_l1_loss_op>());
+    set(op_id::smooth_l1_loss_grad, floats<smooth_l1_loss_grad_op>());
+    set(op_id::kldiv_loss, floats<kldiv_loss_op>());
+    set(op_id::kldiv_loss_grad, floats<kldiv_loss_grad_op>());
+    set(op_id::layer_norm, floats<layer_norm_op>());
+    set(op_id::layer_norm_grad, floats<layer_norm_grad_op>());
+    set(op_id::adagrad, floats<adagrad_op>());
+    set(op_id::rmsprop, floats<rmsprop_op>());
+    set(op_id::lamb, floats<lamb_op>());
     return t;
 }
 

@@ -35,6 +35,13 @@ struct CudaOptions {
     // per step). Recording stops where a step cannot be recorded; a plan
     // re-records after its shapes or its tensors' memory change.
     bool graphs = true;
+    // Copy small feeds and fetches (up to 64 KiB each) through pinned host
+    // memory the context keeps (grown at a wait to what a call needed, up
+    // to 4 MiB; a call's first copies go direct): the copies are then
+    // asynchronous, and a fetch is copied out at the wait. Larger copies go
+    // straight from and to the caller's memory, which the driver pipelines
+    // faster (bench/README.md).
+    bool pinned_staging = true;
 };
 
 // What a session's CUDA context has done (cuda_stats of Session::device()).
@@ -49,6 +56,8 @@ struct CudaStats {
     std::size_t kernel_steps = 0;         // device kernels run (one per step)
     std::size_t copies_to_device = 0;
     std::size_t copies_to_host = 0;
+    std::size_t staged_copies = 0;        // of those, copies through pinned staging
+    std::size_t staging_bytes = 0;        // the pinned staging memory held
     std::size_t graphs_recorded = 0;      // runs of steps recorded as CUDA graphs
     std::size_t graph_replays = 0;        // launches of a recorded graph
     std::size_t graph_failures = 0;       // recordings that failed (those steps then run one by one)

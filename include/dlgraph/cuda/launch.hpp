@@ -54,7 +54,6 @@ struct unary_params {
     double p[3] = {};
 };
 // mean: times 1/count (reduce_mean); mean_all: divided by count (mean).
-// prod has no gradient kernel (a CUDA session runs reduce_prod_grad on the host).
 // all, any: BOOL only (reduce_all, reduce_any).
 enum class redop : int { sum, mean, mean_all, max, min, prod, all, any };
 
@@ -175,6 +174,11 @@ struct reduce_grad_walk {
 template <class T>
 void reduce_grad(redop op, const reduce_grad_walk& w, const T* x, const T* out, const T* dout, T* dx, T scale,
                  stream_t s);
+// reduce_prod's gradient (kernels::reduce_prod_grad): one block per output
+// element counts its group's zeros and multiplies its nonzeros, then writes
+// the group's dx.
+template <class T>
+void reduce_prod_grad(const reduce_walk& w, const T* x, const T* out, const T* dout, T* dx, stream_t s);
 
 // Softmax along the middle dim of [outer, d, inner] (d > 0) and its gradient.
 template <class T> void softmax(std::int64_t outer, std::int64_t d, std::int64_t inner, const T* x, T* y, stream_t s);
@@ -306,5 +310,69 @@ void top_k(std::int64_t rows, std::int64_t n, std::int64_t k, const T* x, T* val
 // (kernels::accuracy): one block.
 void accuracy(std::int64_t rows, std::int64_t k, const std::int64_t* indices, const std::int64_t* label, float* acc,
               std::int32_t* correct, std::int32_t* total, stream_t s);
+
+// ---- src/cuda/train_kernels.cu -----------------------------------------------------------------
+//
+// The scratch device memory the launchers below that take one need: sums
+// of a whole array in double (their partials and results).
+inline constexpr std::size_t sum_scratch_bytes = (1024 + 4) * sizeof(double);
+
+// Losses (kernels/loss.hpp). bce_loss: an x outside [0, 1] (NaN too)
+// records fault prob_out_of_range, the lowest position's, as on the CPU.
+// sigmoid_ce with normalize counts the kept labels first (scratch). dx or
+// dy of a gradient may be null (not wanted), as may smooth_l1's weights.
+// kldiv's reduction: kernels::kl_reduction's value (none, sum, mean,
+// batchmean); other than none, the sum goes through scratch.
+template <class T>
+void bce_loss(std::int64_t n, const T* x, const T* label, T* out, device_fault* f, stream_t s);
+template <class T>
+void bce_loss_grad(std::int64_t n, const T* x, const T* label, const T* dout, T* dx, stream_t s);
+template <class T>
+void sigmoid_ce(std::int64_t n, const T* x, const T* label, std::int64_t ignore_index, bool normalize, T* out,
+                void* scratch, stream_t s);
+template <class T>
+void sigmoid_ce_grad(std::int64_t n, const T* x, const T* label, const T* dout, std::int64_t ignore_index,
+                     bool normalize, T* dx, void* scratch, stream_t s);
+template <class T>
+void huber_loss(std::int64_t n, const T* x, const T* y, T delta, T* residual, T* out, stream_t s);
+template <class T>
+void huber_loss_grad(std::int64_t n, const T* residual, const T* dout, T delta, T* dx, T* dy, stream_t s);
+template <class T>
+void smooth_l1_loss(std::int64_t rows, std::int64_t cols, const T* x, const T* y, const T* inside, const T* outside,
+                    T sigma2, T* diff, T* out, stream_t s);
+template <class T>
+void smooth_l1_loss_grad(std::int64_t rows, std::int64_t cols, const T* inside, const T* outside, const T* diff,
+                         const T* dout, T sigma2, T* dx, T* dy, stream_t s);
+template <class T>
+void kldiv_loss(std::int64_t n, std::int64_t batch, int reduction, const T* x, const T* target, T* loss, void* scratch,
+                stream_t s);
+template <class T>
+void kldiv_loss_grad(std::int64_t n, std::int64_t batch, int reduction, const T* target, const T* dloss, T* dx,
+                     stream_t s);
+
+// layer_norm over `rows` rows of n elements (kernels/norm.hpp; scale, bias,
+// mean, var, and the gradient's outputs may be null): a block per row,
+// moments in double; Scale@GRAD and Bias@GRAD a thread per column.
+template <class T>
+void layer_norm(std::int64_t rows, std::int64_t n, const T* x, const T* scale, const T* bias, double eps, T* y, T* mean,
+                T* var, stream_t s);
+template <class T>
+void layer_norm_grad(std::int64_t rows, std::int64_t n, const T* x, const T* dy, const T* scale, const T* mean,
+                     const T* var, double eps, T* dx, T* dscale, T* dbias, stream_t s);
+
+// Optimizers (kernels/optimizers.hpp); the learning rate and LAMB's powers
+// are read on the device. lamb: the norms go through scratch; the powers'
+// outputs are written after the update, so they may be the inputs.
+template <class T>
+void adagrad(std::int64_t n, const T* p, const T* g, const T* moment, const T* lr, T eps, T* p_out, T* moment_out,
+             stream_t s);
+template <class T>
+void rmsprop(std::int64_t n, const T* p, const T* g, const T* mean_square, const T* moment, const T* mean_grad,
+             const T* lr, T eps, T decay, T momentum, bool centered, T* p_out, T* mean_square_out, T* moment_out,
+             T* mean_grad_out, stream_t s);
+template <class T>
+void lamb(std::int64_t n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T beta1, T beta2, T eps,
+          T weight_decay, const T* beta1_pow, const T* beta2_pow, T* p_out, T* m1_out, T* m2_out, T* beta1_pow_out,
+          T* beta2_pow_out, void* scratch, stream_t s);
 
 }  // namespace dlgraph::cuda_kernels

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "dlgraph/kernels/loss.hpp"  // kl_reduction
 #include "dlgraph/op.hpp"
 #include "dlgraph/ops/elementwise.hpp"  // check_grad_shape
 #include "dlgraph/ops/op_util.hpp"
