@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <random>
 
 #include "dlgraph/error.hpp"
 
@@ -140,6 +141,9 @@ cuda_context::cuda_context(const CudaOptions& opts) {
         fault_device_ = static_cast<cuda_kernels::device_fault*>(memory_->take(slot_bytes));
         check(cudaMemcpyAsync(fault_device_, fault_clean_, slot_bytes, cudaMemcpyHostToDevice, memory_->stream),
               "cudaMemcpyAsync");
+        seed_state_ = static_cast<std::uint64_t*>(memory_->take(sizeof(std::uint64_t)));
+        const std::uint64_t seed0 = (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+        check(cudaMemcpy(seed_state_, &seed0, sizeof(seed0), cudaMemcpyHostToDevice), "cudaMemcpy");
         check(cudaStreamSynchronize(memory_->stream), "cudaStreamSynchronize");
     } catch (...) {
         free_resources();  // those made so far
@@ -155,6 +159,8 @@ void cuda_context::free_resources() noexcept {
     cudaStreamSynchronize(memory_->stream);
     if (fault_device_) memory_->release(fault_device_, fault_slots * sizeof(cuda_kernels::device_fault));
     fault_device_ = nullptr;
+    if (seed_state_) memory_->release(seed_state_, sizeof(std::uint64_t));
+    seed_state_ = nullptr;
     if (blas_) cublasDestroy(blas_);
     blas_ = nullptr;
     if (workspace_) memory_->release(workspace_, workspace_bytes_);
@@ -209,10 +215,10 @@ void cuda_context::finish_staging(bool copy_out) noexcept {
         for (const staged_fetch& f : fetches_) std::memcpy(f.dst, staging_ + f.offset, f.bytes);
     fetches_.clear();
     staging_used_ = 0;
-    const std::size_t wanted = staging_wanted_;
+    const std::size_t want = std::min(std::max(staging_wanted_, 2 * staging_bytes_), staging_max);
+    const bool grow = staging_wanted_ > staging_bytes_ && want > staging_bytes_;  // at the cap: as it is
     staging_wanted_ = 0;
-    if (wanted <= staging_bytes_) return;
-    const std::size_t want = std::min(std::max(wanted, 2 * staging_bytes_), staging_max);
+    if (!grow) return;
     if (staging_) cudaFreeHost(staging_);
     staging_ = nullptr;
     staging_bytes_ = 0;
@@ -239,9 +245,9 @@ void cuda_context::to_device(void* dst, const void* host_src, std::size_t bytes)
 void cuda_context::to_host(void* host_dst, const void* src, std::size_t bytes) {
     make_current();
     ++to_host_;
-    if (char* st = static_cast<char*>(stage(bytes))) {  // copied out at the wait
-        fetches_.push_back({host_dst, static_cast<std::size_t>(st - staging_), bytes});
+    if (char* st = static_cast<char*>(stage(bytes))) {  // copied out at the wait (once queued)
         check(cudaMemcpyAsync(st, src, bytes, cudaMemcpyDeviceToHost, memory_->stream), "cudaMemcpyAsync");
+        fetches_.push_back({host_dst, static_cast<std::size_t>(st - staging_), bytes});
         return;
     }
     check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, memory_->stream), "cudaMemcpyAsync");

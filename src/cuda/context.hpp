@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -103,6 +104,10 @@ public:
     // cuda_kernels::sum_scratch_bytes, also when cuBLAS gets none.
     void* scratch() const noexcept { return workspace_; }
     std::size_t scratch_bytes() const noexcept { return workspace_bytes_; }
+    // Dropout's fresh seeds: a counter in device memory that each such
+    // dropout advances on the stream (cuda_kernels::dropout_seed::fresh),
+    // starting from a random value.
+    std::uint64_t* seed_state() const noexcept { return seed_state_; }
     CudaStats stats() const;
     void release_cached() noexcept { memory_->release_cached(); }
     std::size_t kernel_steps = 0;
@@ -117,6 +122,7 @@ private:
     cuda_kernels::device_fault* fault_host_ = nullptr;    // pinned: the slots read back at each synchronize
     cuda_kernels::device_fault* fault_clean_ = nullptr;   // pinned: slots with no fault, copied over fault_device_
     int slots_used_ = 0;                                  // slots [0, slots_used_) may hold a fault
+    std::uint64_t* seed_state_ = nullptr;
     KernelFault* fault_target_ = nullptr;
     // Pinned staging (CudaOptions::pinned_staging): blocks taken in order
     // between waits, given back at each wait, where fetches are copied out.

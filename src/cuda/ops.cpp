@@ -526,7 +526,8 @@ struct layer_norm_grad_op : ops::layer_norm_grad_op {
         const auto g = norm_rows(x, c.attr(begin_norm_axis).i);
         ck::layer_norm_grad<T>(g.rows, g.cols, x.data<T>(), c.in(DY).data<T>(), in_or_null<T>(c, Scale),
                                c.in(Mean).data<T>(), c.in(Variance).data<T>(), c.attr(epsilon).f, out_or_null<T>(c, DX),
-                               out_or_null<T>(c, DScale), out_or_null<T>(c, DBias), stream_of(c));
+                               out_or_null<T>(c, DScale), out_or_null<T>(c, DBias), context_of(c).scratch(),
+                               context_of(c).scratch_bytes(), stream_of(c));
     }
 };
 
@@ -597,6 +598,131 @@ struct lamb_op : ops::lamb_op {
                     static_cast<T>(c.attr(weight_decay).f), c.in(Beta1Pow).data<T>(), c.in(Beta2Pow).data<T>(),
                     c.out(ParamOut).data<T>(), c.out(Moment1Out).data<T>(), c.out(Moment2Out).data<T>(),
                     c.out(Beta1PowOut).data<T>(), c.out(Beta2PowOut).data<T>(), context_of(c).scratch(), stream_of(c));
+    }
+};
+
+// ---- conv2d, pool2d, batch_norm, dropout ------------------------------------------------------------
+
+// A convolution's geometry (cpu/conv.hpp's conv_products, without the GEMMs).
+struct conv_geometry {
+    kernels::window2d win;
+    i64 images, groups, mg;
+    conv_geometry(const Attribute* a, const Shape& x, const Shape& f) {
+        const auto [h, w] = ops::conv2d_op::axes(a, x, f);
+        groups = a[ops::conv2d_op::groups].i;
+        win = ops::window_of(x[1] / groups, h, w);
+        images = x[0];
+        mg = f[0] / groups;
+    }
+};
+struct conv2d_op : ops::conv2d_op {  // and depthwise_conv2d
+    template <class T> static void compute(const KernelContext& c) {
+        const conv_geometry g(c.attrs, c.in(Input).shape(), c.in(Filter).shape());
+        ck::conv2d<T>(g.win, g.images, g.groups, g.mg, c.in(Input).data<T>(), c.in(Filter).data<T>(), c.out(0).data<T>(),
+                      stream_of(c));
+    }
+};
+struct conv2d_grad_op : ops::conv2d_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const conv_geometry g(c.attrs, c.in(Input).shape(), c.in(Filter).shape());
+        ck::conv2d_grad<T>(g.win, g.images, g.groups, g.mg, c.in(Input).data<T>(), c.in(Filter).data<T>(),
+                           c.in(DOutput).data<T>(), out_or_null<T>(c, DInput), out_or_null<T>(c, DFilter), stream_of(c));
+    }
+};
+
+// pool2d's window over one channel, its kind, and the channels (N * C).
+struct pool_geometry {
+    kernels::window2d win;
+    i64 planes;
+    bool is_max, adaptive, exclusive;
+    pool_geometry(const Attribute* a, const Shape& x) {
+        using op = ops::pool2d_op;
+        const auto [h, w] = op::axes(a, x);
+        win = ops::window_of(1, h, w);
+        planes = x[0] * x[1];
+        is_max = a[op::pooling_type].s == "max";
+        adaptive = a[op::adaptive].b;
+        exclusive = a[op::exclusive].b;
+    }
+};
+struct pool2d_op : ops::pool2d_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const pool_geometry g(c.attrs, c.in(X).shape());
+        ck::pool2d<T>(g.win, g.planes, g.is_max, g.adaptive, g.exclusive, c.in(X).data<T>(), c.out(0).data<T>(),
+                      stream_of(c));
+    }
+};
+struct pool2d_grad_op : ops::pool2d_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const pool_geometry g(c.attrs, c.in(X).shape());
+        ck::pool2d_grad<T>(g.win, g.planes, g.is_max, g.adaptive, g.exclusive, c.in(X).data<T>(), c.in(Out).data<T>(),
+                           c.in(DOut).data<T>(), c.out(0).data<T>(), stream_of(c));
+    }
+};
+
+// X [N, C, ...] as batch_norm's channels.
+ck::batch_norm_args batch_norm_args_of(const Shape& x, double eps, bool global) {
+    ck::batch_norm_args a;
+    a.n = x[0];
+    a.c = x[1];
+    a.hw = ops::dim_product(x, 2, x.rank());
+    a.eps = eps;
+    a.global = global;
+    return a;
+}
+struct batch_norm_op : ops::batch_norm_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::batch_norm_args a = batch_norm_args_of(c.in(X).shape(), c.attr(epsilon).f, global_stats(c.attrs));
+        a.momentum = c.attr(momentum).f;
+        if (c.in_count(MomentumTensor)) {
+            a.momentum_tensor = c.in(MomentumTensor).raw();
+            a.momentum_fp64 = c.in(MomentumTensor).dtype() == DataType::FP64;
+        }
+        ck::batch_norm<T>(a, c.in(X).data<T>(), c.in(Scale).data<T>(), c.in(Bias).data<T>(), c.in(Mean).data<T>(),
+                          c.in(Variance).data<T>(), c.out(Y).data<T>(), out_or_null<T>(c, MeanOut),
+                          out_or_null<T>(c, VarianceOut), out_or_null<T>(c, SavedMean), out_or_null<T>(c, SavedVariance),
+                          stream_of(c));
+    }
+};
+struct batch_norm_grad_op : ops::batch_norm_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const bool global = global_stats(c.attrs);
+        const ck::batch_norm_args a =
+            batch_norm_args_of(c.in(X).shape(), c.attr(ops::batch_norm_op::epsilon).f, global);
+        ck::batch_norm_grad<T>(a, c.in(X).data<T>(), c.in(DY).data<T>(), c.in(Scale).data<T>(),
+                               c.in(global ? Mean : SavedMean).data<T>(), c.in(global ? Variance : SavedVariance).data<T>(),
+                               out_or_null<T>(c, DX), out_or_null<T>(c, DScale), out_or_null<T>(c, DBias), stream_of(c));
+    }
+};
+
+// dropout's keep scale: 1, or 1 / (1 - p) upscaled in training (0 for p = 1).
+template <class T> T keep_scale_of(const Attribute* a) {
+    const double p = a[ops::dropout_op::dropout_prob].f;
+    return !ops::dropout_op::upscale(a) ? T(1) : p < 1 ? static_cast<T>(1 / (1 - p)) : T(0);
+}
+struct dropout_op : ops::dropout_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const double p = c.attr(dropout_prob).f;
+        const bool test = c.attr(is_test).b;
+        ck::dropout_seed seed;  // as cpu_ops::dropout_op::seed_of: Seed, else seed with fix_seed, else fresh
+        if (c.in_count(Seed)) {
+            seed.kind = c.in(Seed).dtype() == DataType::INT64 ? ck::dropout_seed::int64_tensor : ck::dropout_seed::int32_tensor;
+            seed.tensor = c.in(Seed).raw();
+        } else if (c.attr(fix_seed).b) {
+            seed.value = static_cast<std::uint64_t>(c.attr(ops::dropout_op::seed).i);
+        } else {
+            seed.kind = ck::dropout_seed::fresh;
+            seed.state = context_of(c).seed_state();
+        }
+        const T scale = test ? (upscale(c.attrs) ? T(1) : static_cast<T>(1 - p)) : keep_scale_of<T>(c.attrs);
+        ck::dropout<T>(c.in(X).numel(), c.in(X).data<T>(), c.out(Out).data<T>(),
+                       c.out_count(Mask) ? c.out(Mask).data<bool>() : nullptr, test, p, scale, seed, stream_of(c));
+    }
+};
+struct dropout_grad_op : ops::dropout_grad_op {
+    template <class T> static void compute(const KernelContext& c) {
+        ck::dropout_grad<T>(c.in(DOut).numel(), c.in(Mask).data<bool>(), c.in(DOut).data<T>(), c.out(0).data<T>(),
+                            keep_scale_of<T>(c.attrs), stream_of(c));
     }
 };
 
@@ -1258,6 +1384,16 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::adagrad, floats<adagrad_op>());
     set(op_id::rmsprop, floats<rmsprop_op>());
     set(op_id::lamb, floats<lamb_op>());
+    set(op_id::conv2d, floats<conv2d_op>());
+    set(op_id::depthwise_conv2d, floats<conv2d_op>());
+    set(op_id::conv2d_grad, floats<conv2d_grad_op>());
+    set(op_id::depthwise_conv2d_grad, floats<conv2d_grad_op>());
+    set(op_id::pool2d, floats<pool2d_op>());
+    set(op_id::pool2d_grad, floats<pool2d_grad_op>());
+    set(op_id::batch_norm, floats<batch_norm_op>());
+    set(op_id::batch_norm_grad, floats<batch_norm_grad_op>());
+    set(op_id::dropout, floats<dropout_op>());
+    set(op_id::dropout_grad, floats<dropout_grad_op>());
     return t;
 }
 

@@ -8,6 +8,7 @@
 // Declared in include/dlgraph/cuda/launch.hpp.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common.cuh"
@@ -219,22 +220,49 @@ __global__ void layer_norm_dx_kernel(i64 rows, i64 n, const T* x, const T* dy, c
         }
     }
 }
-// Scale@GRAD and Bias@GRAD: one thread per column, over the rows in order in
-// double (kernels::layer_norm_param_grads' order).
+// Scale@GRAD and Bias@GRAD in double (kernels::layer_norm_param_grads):
+// the rows in `runs` fixed runs (blockIdx.y), a thread per column and run
+// adding its rows in order. With one run it writes the gradients; else
+// the runs' sums go to `part` (2 * runs * n doubles), which
+// layer_norm_param_finish adds in run order. The runs depend on the shapes
+// alone, so the bits do not change from call to call.
 template <class T>
-__global__ void layer_norm_param_kernel(i64 rows, i64 n, const T* x, const T* dy, const T* mean, const T* var, double eps,
-                                        T* dscale, T* dbias) {
+__global__ void layer_norm_param_kernel(i64 rows, i64 n, i64 runs, const T* x, const T* dy, const T* mean, const T* var,
+                                        double eps, T* dscale, T* dbias, double* part) {
+    const i64 run = blockIdx.y, r0 = rows * run / runs, r1 = rows * (run + 1) / runs;
     for (i64 j = first_index(); j < n; j += stride_all()) {
         double ds = 0, db = 0;
-        for (i64 r = 0; r < rows; ++r) {
+        for (i64 r = r0; r < r1; ++r) {
             const double d = static_cast<double>(dy[r * n + j]);
             const double rstd = 1.0 / sqrt(static_cast<double>(var[r]) + eps);
             ds += d * ((static_cast<double>(x[r * n + j]) - static_cast<double>(mean[r])) * rstd);
             db += d;
         }
+        if (runs > 1) {
+            part[run * n + j] = ds;
+            part[(runs + run) * n + j] = db;
+            continue;
+        }
         if (dscale) dscale[j] = static_cast<T>(ds);
         if (dbias) dbias[j] = static_cast<T>(db);
     }
+}
+template <class T> __global__ void layer_norm_param_finish(i64 n, i64 runs, const double* part, T* dscale, T* dbias) {
+    for (i64 j = first_index(); j < n; j += stride_all()) {
+        double ds = 0, db = 0;
+        for (i64 run = 0; run < runs; ++run) {
+            ds += part[run * n + j];
+            db += part[(runs + run) * n + j];
+        }
+        if (dscale) dscale[j] = static_cast<T>(ds);
+        if (dbias) dbias[j] = static_cast<T>(db);
+    }
+}
+// Runs of at least 64 rows, at most 256, and partials that fit the scratch.
+i64 param_runs(i64 rows, i64 n, std::size_t scratch_bytes) {
+    const i64 fit = static_cast<i64>(scratch_bytes / (2 * sizeof(double) * static_cast<std::size_t>(n)));
+    const i64 runs = std::min({rows / 64, i64(256), fit});
+    return runs < 1 ? 1 : runs;
 }
 
 // ---- optimizers ---------------------------------------------------------------------------------
@@ -379,11 +407,15 @@ void layer_norm(i64 rows, i64 n, const T* x, const T* scale, const T* bias, doub
 }
 template <class T>
 void layer_norm_grad(i64 rows, i64 n, const T* x, const T* dy, const T* scale, const T* mean, const T* var, double eps,
-                     T* dx, T* dscale, T* dbias, stream_t s) {
+                     T* dx, T* dscale, T* dbias, void* scratch, std::size_t scratch_bytes, stream_t s) {
     if (dx && rows > 0 && n > 0)
         layer_norm_dx_kernel<<<grid_items(rows), block_threads, 0, s>>>(rows, n, x, dy, scale, mean, var, eps, dx);
-    if ((dscale || dbias) && n > 0)
-        layer_norm_param_kernel<<<grid_for(n), block_threads, 0, s>>>(rows, n, x, dy, mean, var, eps, dscale, dbias);
+    if ((!dscale && !dbias) || n == 0) return;
+    const i64 runs = param_runs(rows, n, scratch_bytes);
+    double* part = static_cast<double*>(scratch);
+    const dim3 grid(grid_for(n), static_cast<unsigned>(runs));
+    layer_norm_param_kernel<<<grid, block_threads, 0, s>>>(rows, n, runs, x, dy, mean, var, eps, dscale, dbias, part);
+    if (runs > 1) layer_norm_param_finish<<<grid_for(n), block_threads, 0, s>>>(n, runs, part, dscale, dbias);
 }
 template <class T> void adagrad(i64 n, const T* p, const T* g, const T* m, const T* lr, T eps, T* po, T* mo, stream_t s) {
     if (n > 0) adagrad_kernel<<<grid_for(n), block_threads, 0, s>>>(n, p, g, m, lr, eps, po, mo);
@@ -421,7 +453,7 @@ void lamb(i64 n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, 
     template void kldiv_loss_grad<T>(i64, i64, int, const T*, const T*, T*, stream_t);                                \
     template void layer_norm<T>(i64, i64, const T*, const T*, const T*, double, T*, T*, T*, stream_t);                \
     template void layer_norm_grad<T>(i64, i64, const T*, const T*, const T*, const T*, const T*, double, T*, T*, T*,  \
-                                     stream_t);                                                                        \
+                                     void*, std::size_t, stream_t);                                                    \
     template void adagrad<T>(i64, const T*, const T*, const T*, const T*, T, T*, T*, stream_t);                       \
     template void rmsprop<T>(i64, const T*, const T*, const T*, const T*, const T*, const T*, T, T, T, bool, T*, T*,  \
                              T*, T*, stream_t);                                                                        \

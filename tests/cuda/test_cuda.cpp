@@ -92,9 +92,6 @@ const std::set<std::string> host_only = {
     "feed", "fetch", "save", "load", "save_combine", "load_combine",  // files and the caller's lists
     "memcpy_h2d", "memcpy_d2h",                                       // the copies themselves
     "uniform_random", "gaussian_random",  // the host's generator: the CPU's exact numbers
-    // Convolutional networks (issue 12): no device kernel yet.
-    "conv2d", "depthwise_conv2d", "conv2d_grad", "depthwise_conv2d_grad", "pool2d", "pool2d_grad",
-    "batch_norm", "batch_norm_grad", "dropout", "dropout_grad",
     "range",  // its inputs are read while planning, on the host; Out is a short list
     // Collectives run on the host through the session's communicator (NCCL: not yet).
     "c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast", "c_allgather",
@@ -313,6 +310,62 @@ TEST_CASE("cuda: the losses, layer_norm and adagrad, rmsprop, lamb train at larg
                     on_host.copy_from(dev.scope().find_local(name)->get<Tensor>());
                     CHECK(compare(on_host, ref.scope().find_local(name)->get<Tensor>(), 0.0, 1e-11) == "");
                 }
+            }
+        }
+    }
+}
+
+// The window ops' kernels (src/cuda/window_kernels.cu) in a model: strided,
+// padded, dilated and depthwise convolutions, batch norm (training, then
+// its moving statistics), max, average (ceil_mode, padding counted) and
+// adaptive pooling, and a seeded dropout (the same masks: the counter-based
+// draws of the kernel core), trained three steps with momentum in FP64 on
+// the CPU and the GPU; the losses, parameters and moving statistics after each.
+TEST_CASE("cuda: a small CNN trains as on the CPU (conv2d, depthwise_conv2d, batch_norm, pool2d, dropout)") {
+    for (const std::int64_t images : {2, 33}) {
+        CAPTURE(images);
+        Program p;
+        auto x = p.input<double>("x", {-1, 3, 17, 15});
+        auto label = p.input<std::int64_t>("label", {-1, 1});
+        auto w1 = p.parameter<double>("w1", {8, 3, 3, 3}, init::uniform(-0.3, 0.3, 1));
+        auto wd = p.parameter<double>("wd", {16, 1, 3, 3}, init::uniform(-0.3, 0.3, 2));
+        auto wg = p.parameter<double>("wg", {16, 4, 1, 1}, init::uniform(-0.3, 0.3, 3));
+        auto wf = p.parameter<double>("wf", {64, 5}, init::uniform(-0.3, 0.3, 4));
+        auto h = relu(batch_norm(conv2d(x, w1, Conv2d{.strides = {2, 1}, .paddings = {1, 1}}), "bn1"));  // [N, 8, 9, 15]
+        h = depthwise_conv2d(h, wd, Conv2d{.paddings = {2, 2}, .dilations = {2, 2}});                    // [N, 16, 9, 15]
+        h = conv2d(h, wg, Conv2d{.groups = 4});                                                            // grouped 1x1
+        h = max_pool2d(h, 3, 2, 1);                                                                        // [N, 16, 5, 8]
+        h = pool2d(h, Pool2d{.pooling_type = "avg", .ksize = {2, 3}, .strides = {2, 2}, .paddings = {1, 1},
+                             .exclusive = false, .ceil_mode = true});
+        h = dropout(h, "drop", Dropout{.prob = 0.3, .implementation = "upscale_in_train", .seed = 7});
+        h = pool2d(h, Pool2d{.pooling_type = "avg", .ksize = {2, 2}, .adaptive = true});                  // [N, 16, 2, 2]
+        auto logits = matmul(flatten(h), wf);
+        auto [prob, xent] = softmax_with_cross_entropy(logits, label);
+        auto loss = mean(xent);
+        TrainStep step = Momentum(0.1, 0.9).minimize(loss);
+        Tensor xv(DataType::FP64, Shape{images, 3, 17, 15}), lv(DataType::INT64, Shape{images, 1});
+        std::uint64_t g = 5;
+        for (std::int64_t i = 0; i < xv.numel(); ++i) {
+            g = g * 6364136223846793005ULL + 1442695040888963407ULL;
+            xv.data<double>()[i] = static_cast<double>(g >> 11) * 0x1.0p-53 * 4 - 2;
+        }
+        for (std::int64_t i = 0; i < images; ++i) lv.data<std::int64_t>()[i] = (i * 7) % 5;
+        const std::vector<Feed> feeds = {{"x", xv}, {"label", lv}};
+        Session<cpu> ref(p);
+        Session<cuda> dev(p);
+        for (int it = 0; it < 3; ++it) {
+            CAPTURE(it);
+            const std::vector<Tensor> want = ref.eval(step.with({loss}), feeds), got = dev.eval(step.with({loss}), feeds);
+            CHECK(compare(got.back(), want.back(), 0.0, 1e-11) == "");
+            for (const std::string& name : ref.scope().local_names()) {  // parameters, velocities, moving statistics
+                const Variable& var = *ref.scope().find_local(name);
+                if (!var.is<Tensor>() || !var.get<Tensor>().initialized()) continue;
+                CAPTURE(name);
+                const Variable* on_device = dev.scope().find_local(name);
+                REQUIRE(on_device != nullptr);
+                Tensor on_host;
+                on_host.copy_from(on_device->get<Tensor>());
+                CHECK(compare(on_host, var.get<Tensor>(), 0.0, 1e-11) == "");
             }
         }
     }

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "dlgraph/kernels/conv.hpp"  // window2d
+
 struct CUstream_st;  // cudaStream_t is CUstream_st*
 
 namespace dlgraph::cuda_kernels {
@@ -352,13 +354,15 @@ void kldiv_loss_grad(std::int64_t n, std::int64_t batch, int reduction, const T*
 
 // layer_norm over `rows` rows of n elements (kernels/norm.hpp; scale, bias,
 // mean, var, and the gradient's outputs may be null): a block per row,
-// moments in double; Scale@GRAD and Bias@GRAD a thread per column.
+// moments in double; Scale@GRAD and Bias@GRAD a thread per column and run
+// of rows, the runs' sums (in scratch) added in order.
 template <class T>
 void layer_norm(std::int64_t rows, std::int64_t n, const T* x, const T* scale, const T* bias, double eps, T* y, T* mean,
                 T* var, stream_t s);
 template <class T>
 void layer_norm_grad(std::int64_t rows, std::int64_t n, const T* x, const T* dy, const T* scale, const T* mean,
-                     const T* var, double eps, T* dx, T* dscale, T* dbias, stream_t s);
+                     const T* var, double eps, T* dx, T* dscale, T* dbias, void* scratch, std::size_t scratch_bytes,
+                     stream_t s);
 
 // Optimizers (kernels/optimizers.hpp); the learning rate and LAMB's powers
 // are read on the device. lamb: the norms go through scratch; the powers'
@@ -374,5 +378,58 @@ template <class T>
 void lamb(std::int64_t n, const T* p, const T* g, const T* m1, const T* m2, const T* lr, T beta1, T beta2, T eps,
           T weight_decay, const T* beta1_pow, const T* beta2_pow, T* p_out, T* m1_out, T* m2_out, T* beta1_pow_out,
           T* beta2_pow_out, void* scratch, stream_t s);
+
+// ---- src/cuda/window_kernels.cu ----------------------------------------------------------------
+
+// conv2d and depthwise_conv2d over NCHW: `images` images of `groups` groups,
+// g one group's window (g.c its channels), mg filters per group. Direct: a
+// thread per output element; Input@GRAD a thread per input element,
+// Filter@GRAD a block per filter element (sums in double); either may be null.
+template <class T>
+void conv2d(const kernels::window2d& g, std::int64_t images, std::int64_t groups, std::int64_t mg, const T* x,
+            const T* filter, T* y, stream_t s);
+template <class T>
+void conv2d_grad(const kernels::window2d& g, std::int64_t images, std::int64_t groups, std::int64_t mg, const T* x,
+                 const T* filter, const T* dy, T* dx, T* dfilter, stream_t s);
+// pool2d over `planes` channels of g (kernels/conv.hpp's windows), max or
+// average; its gradient gathers, per input element, the outputs' in order.
+template <class T>
+void pool2d(const kernels::window2d& g, std::int64_t planes, bool is_max, bool adaptive, bool exclusive, const T* x,
+            T* y, stream_t s);
+template <class T>
+void pool2d_grad(const kernels::window2d& g, std::int64_t planes, bool is_max, bool adaptive, bool exclusive,
+                 const T* x, const T* y, const T* dy, T* dx, stream_t s);
+// batch_norm over X [n, c, hw]: a block per channel. momentum_tensor, when
+// not null, is a device FP32 (or FP64: momentum_fp64) value read instead of
+// `momentum`. Outputs other than y may be null.
+struct batch_norm_args {
+    std::int64_t n = 0, c = 0, hw = 0;
+    double eps = 0, momentum = 0;
+    const void* momentum_tensor = nullptr;
+    bool momentum_fp64 = false;
+    bool global = false;  // normalize by Mean and Variance (batch_norm_op::global_stats)
+};
+template <class T>
+void batch_norm(const batch_norm_args& a, const T* x, const T* scale, const T* bias, const T* mean, const T* var, T* y,
+                T* mean_out, T* var_out, T* saved_mean, T* saved_inv, stream_t s);
+// stat: Variance (global) or SavedVariance (1 / std).
+template <class T>
+void batch_norm_grad(const batch_norm_args& a, const T* x, const T* dy, const T* scale, const T* mean, const T* stat,
+                     T* dx, T* dscale, T* dbias, stream_t s);
+// dropout's seed: a value, a Seed tensor in device memory, or fresh: the
+// context's device state, advanced by a kernel before each use (so that a
+// replayed CUDA graph draws a new mask each time).
+struct dropout_seed {
+    enum kind_t : int { value_given, int32_tensor, int64_tensor, fresh } kind = value_given;
+    std::uint64_t value = 0;
+    const void* tensor = nullptr;
+    std::uint64_t* state = nullptr;
+};
+// Training: kernels::dropout_train's mask (keep = draw >= p, y = x * scale);
+// is_test: y = x * scale, mask all true. mask may be null.
+template <class T>
+void dropout(std::int64_t n, const T* x, T* y, bool* mask, bool is_test, double p, T scale, const dropout_seed& seed,
+             stream_t s);
+template <class T> void dropout_grad(std::int64_t n, const bool* mask, const T* dy, T* dx, T keep_scale, stream_t s);
 
 }  // namespace dlgraph::cuda_kernels
