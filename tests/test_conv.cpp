@@ -433,8 +433,16 @@ TEST_CASE("window ops: shape inference with unknown batch, and the errors") {
     CHECK_THROWS_CONTAINING(p.append("conv2d", {{"Input", {"xd"}}, {"Filter", {"f"}}}, {{"Output", 1}}, {}), type_error,
                             "Input is FP64 but Filter is FP32");
     CHECK_THROWS_CONTAINING(p.append("conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", 1}},
+                                     {Attribute::make_string("data_format", "NCWH")}),
+                            shape_error, "data_format must be NCHW or NHWC, not 'NCWH'");
+    // NHWC reads x [-1, 3, 28, 28] as 28 channels of 3 x 28.
+    CHECK_THROWS_CONTAINING(p.append("conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", 1}},
                                      {Attribute::make_string("data_format", "NHWC")}),
-                            shape_error, "data_format NHWC is not supported yet");
+                            shape_error, "Input's 28 channels must be Filter's 3 per group times groups 1 = 3");
+    CHECK_THROWS_CONTAINING(p.append("pool2d", {{"X", {"x"}}}, {{"Out", 1}},
+                                     {Attribute::make_string("pooling_type", "max"), Attribute::make_ints("ksize", {5, 5}),
+                                      Attribute::make_string("data_format", "NHWC")}),
+                            shape_error, "along H the window of 5 is larger than the padded input of 3");
     CHECK_THROWS_CONTAINING(pool2d(x, {"min", {2, 2}}), shape_error, "pooling_type must be max or avg, not 'min'");
     CHECK_THROWS_CONTAINING(pool2d(x, {"max", {2}}), shape_error, "ksize must have 2 values, not [2]");
     CHECK_THROWS_CONTAINING(pool2d(x, {"max", {29, 2}}), shape_error, "along H the window of 29 is larger");
@@ -466,4 +474,47 @@ TEST_CASE("a small CNN trains: conv, relu, pool, flatten, fc, loss") {
     for (int it = 0; it < 60; ++it) s.eval(step.targets(), feeds);
     const double last = s.eval(std::vector<TargetRef>{avg}, feeds)[0].item<float>();
     CHECK(last < 0.1 * first);
+}
+
+// data_format / data_layout NHWC: the same network on channels-last
+// tensors gives the NCHW results transposed, gradients included. The
+// convolutions and pooling run the NCHW kernels between two transposes
+// (the same bits); batch norm sums its channels in another order (1e-12).
+TEST_CASE("NHWC: conv2d, depthwise_conv2d, pool2d and batch_norm give the NCHW results transposed, with gradients") {
+    const auto x_nchw = random4({3, 4, 9, 7}, 41);
+    auto build = [](Program& p, const std::string& layout, const Shape& xs) {
+        auto x = p.parameter<double>("x", xs, init::constant(0));
+        auto f = p.parameter<double>("f", {6, 2, 3, 2}, init::uniform(-1, 1, 1));
+        auto fd = p.parameter<double>("fd", {12, 1, 3, 3}, init::uniform(-1, 1, 2));
+        auto h = conv2d(x, f, Conv2d{.strides = {2, 1}, .paddings = {1, 0, 2, 1}, .dilations = {1, 2}, .groups = 2,
+                                     .data_format = layout});                       // grouped, asymmetric padding
+        h = batch_norm(h, "bn", BatchNorm{.data_layout = layout});
+        h = depthwise_conv2d(relu(h), fd, Conv2d{.paddings = {1, 1}, .data_format = layout});
+        auto mx = pool2d(h, Pool2d{.ksize = {3, 2}, .strides = {2, 1}, .paddings = {1, 1}, .data_format = layout});
+        auto av = pool2d(h, Pool2d{.pooling_type = "avg", .ksize = {2, 3}, .strides = {2, 2}, .paddings = {1, 1},
+                                   .exclusive = false, .ceil_mode = true, .data_format = layout});
+        auto ad = pool2d(h, Pool2d{.pooling_type = "avg", .ksize = {3, 2}, .adaptive = true, .data_format = layout});
+        auto loss = reduce_sum(square(mx)) + reduce_sum(square(av)) + reduce_sum(square(ad));
+        std::vector<TargetRef> targets{mx, av, ad};
+        for (auto& [param, grad] : append_backward(loss)) targets.push_back(grad);  // x, f, fd, bn.scale, bn.bias
+        return targets;
+    };
+    Program pc, pl;
+    const Shape nchw{3, 4, 9, 7}, nhwc{3, 9, 7, 4};
+    const auto tc = build(pc, "NCHW", nchw), tl = build(pl, "NHWC", nhwc);
+    REQUIRE(tc.size() == tl.size());
+    Session<cpu> sc(pc), sl(pl);
+    const xt::xarray<double> x_cl = xt::transpose(x_nchw, {0, 2, 3, 1});
+    const std::vector<Feed> fc{{"x", to_tensor(x_nchw)}}, fl{{"x", to_tensor(x_cl)}};  // a feed overrides the parameter
+    const std::vector<Tensor> rc = sc.eval(tc, fc), rl = sl.eval(tl, fl);
+    for (std::size_t i = 0; i < rc.size(); ++i) {
+        CAPTURE(i);
+        const Tensor& a = rc[i];
+        const Tensor& b = rl[i];
+        xt::xarray<double> want = to_xarray<double>(a), got = to_xarray<double>(b);
+        if (!(a.shape() == b.shape())) got = xt::transpose(got, {0, 3, 1, 2});  // an activation's, back to NCHW
+        REQUIRE(got.shape() == want.shape());
+        // Outputs and gradients downstream of batch norm carry its sums' order.
+        CHECK(xt::allclose(got, want, 1e-12, 1e-12));
+    }
 }

@@ -292,7 +292,9 @@ TEST_CASE("batch_norm: the errors") {
     };
     CHECK_THROWS_CONTAINING(append(s.name()), shape_error, "Scale is [4] but X is [-1,3,4,4]: it must be [C] = [3]");
     CHECK_THROWS_CONTAINING(append(b.name(), {Attribute::make_string("data_layout", "NHWC")}), shape_error,
-                            "data_layout NHWC is not supported yet");
+                            "Scale is [3] but X is [-1,3,4,4]: it must be [C] = [4]");  // channels last: 4
+    CHECK_THROWS_CONTAINING(append(b.name(), {Attribute::make_string("data_layout", "HWCN")}), shape_error,
+                            "data_layout must be NCHW or NHWC, not 'HWCN'");
     CHECK_THROWS_CONTAINING(append(b.name(), {Attribute::make_float("epsilon", 0.5)}), shape_error,
                             "epsilon must be in [0, 0.001]");
     append(b.name(), {Attribute::make_float("epsilon", double(0.001f))});  // Paddle's float 0.001 is accepted

@@ -112,11 +112,13 @@ constexpr double bn_epsilon = 1e-5;   // every class's epsilon
 constexpr double bn_momentum = 0.9;   // every training class's momentum
 
 // x [N, C, ...] (NCHW): element (b, k, i) at (b * C + k) * HW + i.
+// (data_layout NHWC: channels last, so n is every other dim and hw 1.)
 struct nchw {
     std::size_t n, c, hw;
-    explicit nchw(const Shape& s)
-        : n(static_cast<std::size_t>(s[0])), c(static_cast<std::size_t>(s[1])),
-          hw(count_of(s) / (static_cast<std::size_t>(s[0]) * static_cast<std::size_t>(s[1]))) {}
+    explicit nchw(const Shape& s, bool channels_last = false)
+        : n(static_cast<std::size_t>(channels_last ? count_of(s) / static_cast<std::size_t>(s[s.rank() - 1]) : s[0])),
+          c(static_cast<std::size_t>(channels_last ? s[s.rank() - 1] : s[1])),
+          hw(channels_last ? 1 : count_of(s) / (static_cast<std::size_t>(s[0]) * static_cast<std::size_t>(s[1]))) {}
     template <class F> void each(std::size_t k, F f) const {
         for (std::size_t b = 0; b < n; ++b)
             for (std::size_t i = 0; i < hw; ++i) f((b * c + k) * hw + i);
@@ -150,8 +152,9 @@ struct bn_reference {
 // sqrt(var + epsilon).
 bn_reference bn_training_reference(const std::vector<double>& x, const Shape& shape, const std::vector<double>& scale,
                                    const std::vector<double>& bias, const std::vector<double>& mean,
-                                   const std::vector<double>& variance, const std::vector<double>& y_grad, bool frozen) {
-    const nchw l(shape);
+                                   const std::vector<double>& variance, const std::vector<double>& y_grad, bool frozen,
+                                   bool channels_last) {
+    const nchw l(shape, channels_last);
     std::vector<double> mu, var;
     batch_stats(x, l, mu, var);
     bn_reference r;
@@ -189,23 +192,26 @@ TEST_CASE("Paddle's test_batch_norm_op.py classes") {
     // Scale + Bias (_reference_testing). The op is Paddle's: MeanOut and
     // VarianceOut are the Mean and Variance variables, which is_test leaves
     // as they are.
+    // Each class runs data_layout NCHW and NHWC (X [2, 4, 5, 3], channels last).
     unsigned seed = 300;
-    for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{2, 3}}) {
-        INFO(std::string("TestBatchNormOpInference, NCHW, X ") << to_string(shape));
+    for (const auto& [layout, shape] : std::vector<std::pair<std::string, Shape>>{
+             {"NCHW", Shape{2, 3, 4, 5}}, {"NCHW", Shape{2, 3}}, {"NHWC", Shape{2, 4, 5, 3}}, {"NHWC", Shape{2, 3}}}) {
+        INFO(std::string("TestBatchNormOpInference, ") << layout << ", X " << to_string(shape));
         std::mt19937 g(seed++);
-        const std::size_t c = static_cast<std::size_t>(shape[1]);
+        const bool last = layout == "NHWC";
+        const std::size_t c = static_cast<std::size_t>(shape[last ? shape.rank() - 1 : 1]);
         std::vector<double> xv = uniform_draws(g, count_of(shape));
         for (auto& v : xv) v -= 0.5;
         xv = as<float>(xv);
         const auto sv = as<float>(uniform_draws(g, c)), bv = as<float>(uniform_draws(g, c));
         const std::vector<double> zeros(c, 0.0), ones(c, 1.0);
-        const nchw l(shape);
+        const nchw l(shape, last);
         std::vector<double> want(xv.size());
         for (std::size_t k = 0; k < c; ++k)
             l.each(k, [&](std::size_t at) { want[at] = (xv[at] - 0.0) / std::sqrt(1.0 + bn_epsilon) * sv[k] + bv[k]; });
 
         Program p;
-        const Shape cs{shape[1]};
+        const Shape cs{static_cast<std::int64_t>(c)};
         auto x = p.input<float>("x_val", shape);
         auto scale = p.input<float>("scale_val", cs);
         auto bias = p.input<float>("bias_val", cs);
@@ -216,7 +222,7 @@ TEST_CASE("Paddle's test_batch_norm_op.py classes") {
             {{"X", {x.name()}}, {"Scale", {scale.name()}}, {"Bias", {bias.name()}}, {"Mean", {mean.name()}},
              {"Variance", {variance.name()}}},
             {{"Y", 1}, {"SavedMean", 1}, {"SavedVariance", 1}},
-            {Attribute::make_bool("is_test", true), Attribute::make_string("data_layout", "NCHW"),
+            {Attribute::make_bool("is_test", true), Attribute::make_string("data_layout", layout),
              Attribute::make_float("epsilon", bn_epsilon)},
             {{"MeanOut", {mean.name()}}, {"VarianceOut", {variance.name()}}});
         Session<cpu> s(p);
@@ -256,14 +262,17 @@ TEST_CASE("Paddle's test_batch_norm_op.py classes") {
         {"TestBatchNormOpFreezeStatsTraining", true, true, false, false},
         {"TestBatchNormOpFreezeStatsAndScaleBiasTraining", true, false, false, false},
     };
-    const Shape shape{2, 3, 4, 5}, cs{3};
+    const Shape cs{3};
+    for (const auto& [layout, shape] : std::vector<std::pair<std::string, Shape>>{{"NCHW", Shape{2, 3, 4, 5}},
+                                                                                   {"NHWC", Shape{2, 4, 5, 3}}})
     for (const auto& cl : classes) {
-        INFO(std::string(cl.name) << ", NCHW");
+        INFO(std::string(cl.name) << ", " << layout);
+        const bool last = layout == "NHWC";
         std::mt19937 g(seed++);
         const auto xv = as<float>(uniform_draws(g, count_of(shape)));
         const auto sv = as<float>(uniform_draws(g, 3)), bv = as<float>(uniform_draws(g, 3));
         std::vector<double> mv, vv;  // set_mean_variance
-        batch_stats(xv, nchw(shape), mv, vv);
+        batch_stats(xv, nchw(shape, last), mv, vv);
         if (cl.frozen)
             for (std::size_t k = 0; k < 3; ++k) {
                 mv[k] = mv[k] * (1. - bn_momentum) + bn_momentum * 0.0;
@@ -272,7 +281,7 @@ TEST_CASE("Paddle's test_batch_norm_op.py classes") {
         mv = as<float>(mv);
         vv = as<float>(vv);
         const auto gv = as<float>(uniform_draws(g, count_of(shape)));
-        const bn_reference want = bn_training_reference(xv, shape, sv, bv, mv, vv, gv, cl.frozen);
+        const bn_reference want = bn_training_reference(xv, shape, sv, bv, mv, vv, gv, cl.frozen, last);
 
         Program p;
         auto x = p.parameter<float>("x", shape, init::constant(0));
@@ -286,7 +295,7 @@ TEST_CASE("Paddle's test_batch_norm_op.py classes") {
                                 {"Mean", {mean.name()}},
                                 {"Variance", {variance.name()}}};
         std::vector<Attribute> attrs{Attribute::make_float("epsilon", bn_epsilon), Attribute::make_bool("is_test", false),
-                                     Attribute::make_string("data_layout", "NCHW"),
+                                     Attribute::make_string("data_layout", layout),
                                      Attribute::make_bool("use_global_stats", cl.frozen)};
         std::vector<Feed> feeds{{"x", filled<float>(shape, xv)},     {"scale", filled<float>(cs, sv)},
                                 {"bias", filled<float>(cs, bv)},     {"mean", filled<float>(cs, mv)},
@@ -344,23 +353,6 @@ TEST_CASE("Paddle's test_batch_norm_op.py classes") {
         }
     }
 
-    // Paddle's TestBatchNormOpInference and every training class also run
-    // data_layout NHWC (X [2, 4, 5, 3], channels last); dlgraph's batch_norm
-    // takes NCHW only (ops/norm.hpp, docs/design.md) and refuses NHWC when
-    // the op is built.
-    {
-        Program p;
-        auto x = p.input<float>("x", {2, 4, 5, 3});
-        auto cv = p.input<float>("c", {3});
-        check_throws<shape_error>(
-            [&] {
-                append_op(p, "batch_norm",
-                          {{"X", {x.name()}}, {"Scale", {cv.name()}}, {"Bias", {cv.name()}}, {"Mean", {cv.name()}},
-                           {"Variance", {cv.name()}}},
-                          {{"Y", 1}}, {Attribute::make_string("data_layout", "NHWC")});
-            },
-            {"data_layout NHWC is not supported yet"});
-    }
     // TestBatchNormOpError's op-level half: an INT32 X is refused (a
     // type_error; Paddle's TypeError comes from fluid.layers.batch_norm).
     {

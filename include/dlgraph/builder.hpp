@@ -672,6 +672,7 @@ struct Conv2d {
     std::vector<std::int64_t> dilations{1, 1};
     std::int64_t groups = 1;
     std::string padding_algorithm = "EXPLICIT";
+    std::string data_format = "NCHW";  // or "NHWC": Input and Output channels last (Filter stays [M, C/groups, kh, kw])
 };
 
 namespace detail {
@@ -681,7 +682,7 @@ template <element_type T> Var<T> conv(const char* type, const Var<T>& x, const V
                         {Attribute::make_ints("strides", o.strides), Attribute::make_ints("paddings", o.paddings),
                          Attribute::make_string("padding_algorithm", o.padding_algorithm),
                          Attribute::make_int("groups", o.groups), Attribute::make_ints("dilations", o.dilations),
-                         Attribute::make_string("data_format", "NCHW")},
+                         Attribute::make_string("data_format", o.data_format)},
                         "Output");
 }
 }  // namespace detail
@@ -693,10 +694,11 @@ template <element_type T> Var<T> conv2d(const Var<T>& x, const Var<T>& filter, c
 // Each of x's C channels with its own filters ([M, 1, kh, kw], M a multiple
 // of C); o.groups is set to C.
 template <element_type T> Var<T> depthwise_conv2d(const Var<T>& x, const Var<T>& filter, Conv2d o = {}) {
-    if (x.shape().rank() != 4 || x.shape()[1] < 0)
-        throw shape_error("dlgraph.shape.conv", "depthwise_conv2d: X is " + to_string(x.shape()) +
-                                                    ": it needs [N, C, H, W] with C known (groups = C)");
-    o.groups = x.shape()[1];
+    const int c = o.data_format == "NHWC" ? 3 : 1;
+    if (x.shape().rank() != 4 || x.shape()[c] < 0)
+        throw shape_error("dlgraph.shape.conv", "depthwise_conv2d: X is " + to_string(x.shape()) + ": it needs " +
+                                                    (c == 3 ? "[N, H, W, C]" : "[N, C, H, W]") + " with C known (groups = C)");
+    o.groups = x.shape()[c];
     return detail::conv("depthwise_conv2d", x, filter, o);
 }
 
@@ -710,6 +712,7 @@ struct Pool2d {
     bool adaptive = false;        // ksize is the output's size
     bool ceil_mode = false;       // output sizes rounded up
     std::string padding_algorithm = "EXPLICIT";
+    std::string data_format = "NCHW";  // or "NHWC" (channels last)
 };
 
 template <element_type T> Var<T> pool2d(const Var<T>& x, const Pool2d& o) {
@@ -719,7 +722,7 @@ template <element_type T> Var<T> pool2d(const Var<T>& x, const Pool2d& o) {
          Attribute::make_bool("global_pooling", o.global_pooling), Attribute::make_ints("strides", o.strides),
          Attribute::make_ints("paddings", o.paddings), Attribute::make_bool("exclusive", o.exclusive),
          Attribute::make_bool("adaptive", o.adaptive), Attribute::make_bool("ceil_mode", o.ceil_mode),
-         Attribute::make_string("data_format", "NCHW"), Attribute::make_string("padding_algorithm", o.padding_algorithm)});
+         Attribute::make_string("data_format", o.data_format), Attribute::make_string("padding_algorithm", o.padding_algorithm)});
 }
 // The max of each k x k window, stride `stride` (default k).
 template <element_type T> Var<T> max_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0) {
@@ -755,6 +758,7 @@ struct BatchNorm {
     double epsilon = 1e-5;
     bool is_test = false;           // normalize with the moving statistics, update nothing
     bool use_global_stats = false;  // the same while training (the gradient follows)
+    std::string data_layout = "NCHW";  // or "NHWC": channels in x's last dim
 };
 
 namespace detail {
@@ -773,7 +777,8 @@ Var<T> shared_parameter(Program& p, const std::string& name, const Shape& dims, 
 }
 }  // namespace detail
 
-// Batch normalization of x [N, C, ...] per channel: creates the trainable
+// Batch normalization of x [N, C, ...] (or [N, ..., C], o.data_layout
+// NHWC) per channel: creates the trainable
 // NAME.scale (1) and NAME.bias (0) and the persistable moving statistics
 // NAME.mean (0) and NAME.variance (1), which training updates in place.
 // A second batch_norm with the same NAME shares them: a network built
@@ -786,10 +791,12 @@ template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& 
     auto st = detail::state_of(x);
     Program p(st);
     const Shape xs = x.shape();
-    if (xs.rank() < 2 || xs[1] < 0)
+    const int axis = o.data_layout == "NHWC" ? xs.rank() - 1 : 1;
+    if (xs.rank() < 2 || xs[axis] < 0)
         throw shape_error("dlgraph.shape.batch_norm", "batch_norm '" + name + "': X is " + to_string(xs) +
-                                                          ": it needs rank >= 2 and a known channel dim 1");
-    const Shape c{xs[1]};
+                                                          ": it needs rank >= 2 and a known channel dim " +
+                                                          std::to_string(axis));
+    const Shape c{xs[axis]};
     auto scale = detail::shared_parameter<T>(p, name + ".scale", c, init::constant(1), true);
     auto bias = detail::shared_parameter<T>(p, name + ".bias", c, init::constant(0), true);
     auto mean = detail::shared_parameter<T>(p, name + ".mean", c, init::constant(0), false);
@@ -804,14 +811,14 @@ template <element_type T> Var<T> batch_norm(const Var<T>& x, const std::string& 
     std::vector<OpSlot> updates;
     if (!global) updates = {{"MeanOut", {mean.name()}}, {"VarianceOut", {var.name()}}};
     std::vector<std::vector<std::string>> names;
+    std::vector<Attribute> attrs{Attribute::make_bool("is_test", o.is_test), Attribute::make_float("momentum", o.momentum),
+                                 Attribute::make_float("epsilon", o.epsilon),
+                                 Attribute::make_bool("use_global_stats", o.use_global_stats)};
+    if (o.data_layout != "NCHW") attrs.push_back(Attribute::make_string("data_layout", o.data_layout));
     const int idx = p.append("batch_norm",
                              {{"X", {x.name()}}, {"Scale", {scale.name()}}, {"Bias", {bias.name()}},
                               {"Mean", {mean.name()}}, {"Variance", {var.name()}}},
-                             outs,
-                             {Attribute::make_bool("is_test", o.is_test), Attribute::make_float("momentum", o.momentum),
-                              Attribute::make_float("epsilon", o.epsilon),
-                              Attribute::make_bool("use_global_stats", o.use_global_stats)},
-                             &names, updates);
+                             outs, std::move(attrs), &names, updates);
     return Var<T>(st, names[0][0], idx);
 }
 

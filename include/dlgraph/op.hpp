@@ -298,6 +298,10 @@ struct OpDef {
     // run its CPU kernel while planning to offer a small result as an input
     // value of a `reads_values` op.
     bool constant = false;
+    // Whether a step of this op, with these attributes, runs on the host
+    // although the plan's device has the op's kernel: a form its device
+    // kernels do not take (the window ops' NHWC). Null: never.
+    bool (*host_only_with)(const Attribute* attrs) = nullptr;
     // A collective op (ops/collective.hpp): the index of its INT attribute
     // `ring_id`. The session hands its kernel that ring's communicator
     // (SessionOptions::comms) as KernelContext::comm; -1: not a collective.

@@ -441,14 +441,17 @@ DLGRAPH_INLINE DataType declared_kernel_dtype(const ExecutionPlan& p, const Plan
     return st.outs.empty() ? DataType::FP32 : p.values[static_cast<std::size_t>(st.outs[0])].declared.dtype;
 }
 
-// Pass 3: each step on the device when the device has a kernel for it and
-// it touches no list variable (those live in the scope, on the host).
+// Pass 3: each step on the device when the device has a kernel for it, it
+// touches no list variable (those live in the scope, on the host), and its
+// attributes ask for no host-only form (OpDef::host_only_with).
 DLGRAPH_INLINE void place_steps(ExecutionPlan& plan, const DeviceContext& device) {
     for (auto& st : plan.steps) {
         bool lists = false;
         for (auto* vals : {&st.ins, &st.outs})
             for (int v : *vals) lists = lists || plan.values[static_cast<std::size_t>(v)].type != VarType::LOD_TENSOR;
-        st.place = !lists && device.kernel(*st.def, declared_kernel_dtype(plan, st)) ? Place::device : Place::host;
+        const bool host_form = st.def->host_only_with && st.def->host_only_with(st.attrs.data());
+        st.place = !lists && !host_form && device.kernel(*st.def, declared_kernel_dtype(plan, st)) ? Place::device
+                                                                                                    : Place::host;
     }
 }
 

@@ -660,19 +660,26 @@ struct pool2d_grad_op : ops::pool2d_grad_op {
     }
 };
 
-// X [N, C, ...] as batch_norm's channels.
-ck::batch_norm_args batch_norm_args_of(const Shape& x, double eps, bool global) {
+// X [N, C, ...] (or [N, ..., C], data_layout NHWC: single elements C
+// apart) as batch_norm's channels.
+ck::batch_norm_args batch_norm_args_of(const Shape& x, const Attribute* attrs, double eps, bool global) {
     ck::batch_norm_args a;
-    a.n = x[0];
-    a.c = x[1];
-    a.hw = ops::dim_product(x, 2, x.rank());
+    if (ops::batch_norm_op::channel_axis(attrs, x.rank()) == 1) {
+        a.n = x[0];
+        a.c = x[1];
+        a.hw = ops::dim_product(x, 2, x.rank());
+    } else {
+        a.n = ops::dim_product(x, 0, x.rank() - 1);
+        a.c = x[x.rank() - 1];
+        a.hw = 1;
+    }
     a.eps = eps;
     a.global = global;
     return a;
 }
 struct batch_norm_op : ops::batch_norm_op {
     template <class T> static void compute(const KernelContext& c) {
-        ck::batch_norm_args a = batch_norm_args_of(c.in(X).shape(), c.attr(epsilon).f, global_stats(c.attrs));
+        ck::batch_norm_args a = batch_norm_args_of(c.in(X).shape(), c.attrs, c.attr(epsilon).f, global_stats(c.attrs));
         a.momentum = c.attr(momentum).f;
         if (c.in_count(MomentumTensor)) {
             a.momentum_tensor = c.in(MomentumTensor).raw();
@@ -688,7 +695,7 @@ struct batch_norm_grad_op : ops::batch_norm_grad_op {
     template <class T> static void compute(const KernelContext& c) {
         const bool global = global_stats(c.attrs);
         const ck::batch_norm_args a =
-            batch_norm_args_of(c.in(X).shape(), c.attr(ops::batch_norm_op::epsilon).f, global);
+            batch_norm_args_of(c.in(X).shape(), c.attrs, c.attr(ops::batch_norm_op::epsilon).f, global);
         ck::batch_norm_grad<T>(a, c.in(X).data<T>(), c.in(DY).data<T>(), c.in(Scale).data<T>(),
                                c.in(global ? Mean : SavedMean).data<T>(), c.in(global ? Variance : SavedVariance).data<T>(),
                                out_or_null<T>(c, DX), out_or_null<T>(c, DScale), out_or_null<T>(c, DBias), stream_of(c));

@@ -15,6 +15,7 @@
 
 #include <dlgraph/checkpoint.hpp>
 #include <dlgraph/cuda/cuda.hpp>
+#include <dlgraph/ops/conv.hpp>
 #include <dlgraph/optimizer.hpp>
 
 #include "../op_cases.hpp"
@@ -147,6 +148,34 @@ TEST_CASE("cuda host: every fusible op can run inside a fused chain on the devic
     PlanOptions off;
     off.fuse = false;
     CHECK(plan_program(p.desc(), targets, fed, metas, {}, ctx.get(), off).fused.empty());
+}
+
+// The CUDA window kernels take NCHW: a step whose data_format (or
+// data_layout) is NHWC runs on the host (OpDef::host_only_with), with
+// copies around it, but batch_norm, whose kernel takes either.
+TEST_CASE("cuda host: NHWC convolutions and pooling are placed on the host, NCHW ones on the device") {
+    const auto ctx = cuda_planning_context();
+    Program p;
+    auto x = p.input<float>("x", {2, 8, 8, 3});
+    auto xn = p.input<float>("xn", {2, 3, 8, 8});
+    auto f = p.parameter<float>("f", {4, 3, 3, 3}, init::constant(0.1));
+    auto y = conv2d(x, f, Conv2d{.data_format = "NHWC"});  // [2, 6, 6, 4]
+    auto z = pool2d(batch_norm(y, "bn", BatchNorm{.data_layout = "NHWC"}),
+                    Pool2d{.ksize = {2, 2}, .strides = {2, 2}, .data_format = "NHWC"});
+    auto zn = pool2d(conv2d(xn, f), Pool2d{.ksize = {2, 2}, .strides = {2, 2}});
+    const std::vector<TargetRef> targets{z, zn};
+    const std::vector<std::string> fed{"x", "xn"};
+    const ExecutionPlan plan = make_plan(p.desc(), targets, fed, ctx.get());  // places steps; no shapes needed
+    int seen = 0;
+    for (const auto& st : plan.steps) {
+        if (!st.def) continue;
+        CAPTURE(st.label);
+        if (st.def->type == "conv2d") CHECK((st.place == Place::host) == ops::conv2d_op::nhwc(st.attrs.data()));
+        if (st.def->type == "pool2d") CHECK((st.place == Place::host) == ops::pool2d_op::nhwc(st.attrs.data()));
+        if (st.def->type == "batch_norm") CHECK(st.place == Place::device);
+        seen += st.def->type == "conv2d" || st.def->type == "pool2d";
+    }
+    CHECK(seen == 4);
 }
 
 TEST_CASE("cuda host: without a GPU a CUDA session is a clear error") {
@@ -368,6 +397,44 @@ TEST_CASE("cuda: a small CNN trains as on the CPU (conv2d, depthwise_conv2d, bat
                 CHECK(compare(on_host, var.get<Tensor>(), 0.0, 1e-11) == "");
             }
         }
+    }
+}
+
+// NHWC convolutions and pooling run on the host in a CUDA session (copies
+// around them), batch_norm NHWC on the device: a training step as on the CPU.
+TEST_CASE("cuda: an NHWC network trains as on the CPU (its convolutions and pooling on the host)") {
+    Program p;
+    auto x = p.input<double>("x", {-1, 9, 7, 4});
+    auto label = p.input<std::int64_t>("label", {-1, 1});
+    auto f = p.parameter<double>("f", {6, 2, 3, 2}, init::uniform(-1, 1, 1));
+    auto fd = p.parameter<double>("fd", {12, 1, 3, 3}, init::uniform(-1, 1, 2));
+    auto w = p.parameter<double>("w", {48, 3}, init::uniform(-1, 1, 3));
+    auto h = conv2d(x, f, Conv2d{.strides = {2, 1}, .paddings = {1, 0, 2, 1}, .dilations = {1, 2}, .groups = 2,
+                                 .data_format = "NHWC"});
+    h = batch_norm(h, "bn", BatchNorm{.data_layout = "NHWC"});
+    h = depthwise_conv2d(relu(h), fd, Conv2d{.paddings = {1, 1}, .data_format = "NHWC"});
+    h = pool2d(h, Pool2d{.pooling_type = "avg", .ksize = {2, 2}, .adaptive = true, .data_format = "NHWC"});
+    auto loss = mean(softmax_with_cross_entropy(matmul(flatten(h), w), label).second);
+    TrainStep step = SGD(0.1).minimize(loss);
+    Tensor xv(DataType::FP64, Shape{5, 9, 7, 4}), lv(DataType::INT64, Shape{5, 1});
+    std::uint64_t g = 17;
+    for (std::int64_t i = 0; i < xv.numel(); ++i) {
+        g = g * 6364136223846793005ULL + 1442695040888963407ULL;
+        xv.data<double>()[i] = static_cast<double>(g >> 11) * 0x1.0p-53 * 4 - 2;
+    }
+    for (std::int64_t i = 0; i < 5; ++i) lv.data<std::int64_t>()[i] = i % 3;
+    const std::vector<Feed> feeds = {{"x", xv}, {"label", lv}};
+    Session<cpu> ref(p);
+    Session<cuda> dev(p);
+    for (int it = 0; it < 2; ++it) {
+        const std::vector<Tensor> want = ref.eval(step.with({loss}), feeds), got = dev.eval(step.with({loss}), feeds);
+        CHECK(compare(got.back(), want.back(), 0.0, 1e-11) == "");
+    }
+    for (const char* name : {"f", "fd", "w", "bn.scale", "bn.bias", "bn.mean", "bn.variance"}) {
+        CAPTURE(name);
+        Tensor on_host;
+        on_host.copy_from(dev.scope().find_local(name)->get<Tensor>());
+        CHECK(compare(on_host, ref.scope().find_local(name)->get<Tensor>(), 0.0, 1e-11) == "");
     }
 }
 

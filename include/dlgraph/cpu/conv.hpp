@@ -61,6 +61,39 @@ struct conv_products {
     }
 };
 
+// ---- NHWC (data_format): the NCHW kernels between two transposes ----------------------------
+
+// Workspace k (0-3) of the running thread, for tensors transposed between
+// NHWC and NCHW; grown on demand and kept.
+template <class T> T* layout_workspace(int k, std::int64_t n) {
+    static thread_local gemm_detail::workspace<T> ws[4];
+    return ws[k].get(std::max<std::int64_t>(n, 1));
+}
+// An NHWC tensor as the NCHW one `nchw` (its shape), in workspace k.
+template <class T> const T* nhwc_to_nchw(const T* x, const Shape& nchw, int k) {
+    T* y = layout_workspace<T>(k, nchw.numel());
+    const std::int64_t dims[] = {nchw[0], nchw[2], nchw[3], nchw[1]}, perm[] = {0, 3, 1, 2};
+    kernels::transpose(x, dims, 4, perm, y);
+    return y;
+}
+template <class T> void nchw_to_nhwc(const T* x, const Shape& nchw, T* y) {
+    const std::int64_t dims[] = {nchw[0], nchw[1], nchw[2], nchw[3]}, perm[] = {0, 2, 3, 1};
+    kernels::transpose(x, dims, 4, perm, y);
+}
+// Output tensor `t` of NCHW shape `nchw`: written in place (NCHW), or in
+// workspace k and transposed into t by finish() (NHWC).
+template <class T> struct nchw_output {
+    Tensor& t;
+    Shape nchw;
+    bool nhwc;
+    T* data;
+    nchw_output(Tensor& out, const Shape& s, bool cl, int k)
+        : t(out), nchw(s), nhwc(cl), data(cl ? layout_workspace<T>(k, s.numel()) : out.data<T>()) {}
+    void finish() const {
+        if (nhwc) nchw_to_nhwc(data, nchw, t.data<T>());
+    }
+};
+
 // Runs f(n) for every image: split over the pool when there are images
 // enough for every thread, else one at a time (the GEMMs inside split).
 // Images are independent, so the result does not depend on the split.
@@ -70,18 +103,23 @@ template <class F> void for_each_image(std::int64_t images, F f) {
         for (std::int64_t n = 0; n < images; ++n) f(n);
 }
 
+// NHWC: Input transposed into workspace 0, Output computed in workspace 1.
 struct conv2d_op : ops::conv2d_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
-        const conv_products p(c.attrs, c.in(Input).shape(), c.in(Filter).shape());
-        const T* x = c.in(Input).data<T>();
+        const bool cl = nhwc(c.attrs);
+        const Shape xs = ops::as_nchw(c.in(Input).shape(), cl);
+        const conv_products p(c.attrs, xs, c.in(Filter).shape());
+        const T* x = cl ? nhwc_to_nchw(c.in(Input).data<T>(), xs, 0) : c.in(Input).data<T>();
         const T* f = c.in(Filter).data<T>();
-        T* y = c.out(0).data<T>();
+        const nchw_output<T> out(c.out(0), ops::as_nchw(c.out(0).shape(), cl), cl, 1);
+        T* y = out.data;
         for_each_image(p.images, [&](std::int64_t n) {
             T* const ws = p.workspace<T>();  // the running thread's
             for (std::int64_t g = 0; g < p.groups; ++g)
                 gemm<T>(false, false, p.mg, p.ohw, p.kk, T(1), p.filter(f, g), p.kk, p.columns(x, n, g, ws), p.ohw,
                         false, p.output(y, n, g), p.ohw);
         });
+        out.finish();
     }
 };
 
@@ -102,14 +140,20 @@ template <class T> inline gemm_detail::workspace<T>& partials_workspace() {
 
 // Input@GRAD_g = col2im(Filter_g^T x Output@GRAD_g); Filter@GRAD_g = sum
 // over images of Output@GRAD_g x col^T.
+// NHWC: Input and Output@GRAD transposed into workspaces 0 and 2,
+// Input@GRAD computed in workspace 3.
 struct conv2d_grad_op : ops::conv2d_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& x = c.in(Input);
-        const conv_products p(c.attrs, x.shape(), c.in(Filter).shape());
-        const T* dy = c.in(DOutput).data<T>();
+        const bool cl = ops::conv2d_op::nhwc(c.attrs);
+        const Shape xs = ops::as_nchw(c.in(Input).shape(), cl);
+        const conv_products p(c.attrs, xs, c.in(Filter).shape());
+        const T* xd = cl ? nhwc_to_nchw(c.in(Input).data<T>(), xs, 0) : c.in(Input).data<T>();
+        const T* dy = cl ? nhwc_to_nchw(c.in(DOutput).data<T>(), ops::as_nchw(c.in(DOutput).shape(), cl), 2)
+                         : c.in(DOutput).data<T>();
         const T* f = c.in(Filter).data<T>();
         if (c.out_count(DInput)) {
-            T* dx = c.out(DInput).data<T>();
+            const nchw_output<T> out(c.out(DInput), xs, cl, 3);
+            T* dx = out.data;
             for_each_image(p.images, [&](std::int64_t n) {
                 T* const ws = p.workspace<T>();
                 if (!p.win.identity()) std::fill(dx + n * p.in_image, dx + (n + 1) * p.in_image, T(0));
@@ -120,6 +164,7 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
                     if (!p.win.identity()) kernels::col2im_add(p.win, ws, image);
                 }
             });
+            out.finish();
         }
         if (c.out_count(DFilter)) {
             const std::int64_t fn = c.in(Filter).numel();
@@ -133,7 +178,7 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
                 for (std::int64_t n = p.images * k / parts, e = p.images * (k + 1) / parts; n < e; ++n)
                     for (std::int64_t g = 0; g < p.groups; ++g)
                         gemm<T>(false, true, p.mg, p.kk, p.ohw, T(1), p.output(dy, n, g), p.ohw,
-                                p.columns(x.data<T>(), n, g, ws), p.ohw, n > p.images * k / parts, p.filter(out, g),
+                                p.columns(xd, n, g, ws), p.ohw, n > p.images * k / parts, p.filter(out, g),
                                 p.kk);
             });
             for (std::int64_t k = 1; k < parts; ++k) {
@@ -156,40 +201,49 @@ template <class F> void for_each_plane(std::int64_t planes, std::int64_t plane_w
     });
 }
 
+// NHWC: X transposed into workspace 0, Out computed in workspace 1.
 struct pool2d_op : ops::pool2d_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& x = c.in(X);
-        const auto [h, w] = axes(c.attrs, x.shape());
+        const bool cl = nhwc(c.attrs);
+        const Shape xs = ops::as_nchw(c.in(X).shape(), cl);
+        const auto [h, w] = axes(c.attrs, xs);
         const kernels::window2d g = ops::window_of(1, h, w);
         const bool is_max = c.attr(pooling_type).s == "max", adapt = c.attr(adaptive).b, excl = c.attr(exclusive).b;
-        const T* xp = x.data<T>();
-        T* y = c.out(0).data<T>();
+        const T* xp = cl ? nhwc_to_nchw(c.in(X).data<T>(), xs, 0) : c.in(X).data<T>();
+        const nchw_output<T> out(c.out(0), ops::as_nchw(c.out(0).shape(), cl), cl, 1);
+        T* y = out.data;
         const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-        for_each_plane(x.shape()[0] * x.shape()[1], out_plane * g.kh * g.kw, [&](std::int64_t i) {
+        for_each_plane(xs[0] * xs[1], out_plane * g.kh * g.kw, [&](std::int64_t i) {
             if (is_max) kernels::max_pool2d(g, adapt, xp + i * in_plane, y + i * out_plane);
             else kernels::avg_pool2d(g, adapt, excl, xp + i * in_plane, y + i * out_plane);
         });
+        out.finish();
     }
 };
 
+// NHWC: X, Out and Out@GRAD transposed into workspaces 0, 1 and 2, X@GRAD
+// computed in workspace 3.
 struct pool2d_grad_op : ops::pool2d_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
-        const Tensor& x = c.in(X);
-        const auto [h, w] = ops::pool2d_op::axes(c.attrs, x.shape());
+        const bool cl = ops::pool2d_op::nhwc(c.attrs);
+        const Shape xs = ops::as_nchw(c.in(X).shape(), cl), ys = ops::as_nchw(c.in(Out).shape(), cl);
+        const auto [h, w] = ops::pool2d_op::axes(c.attrs, xs);
         const kernels::window2d g = ops::window_of(1, h, w);
         const bool is_max = c.attr(ops::pool2d_op::pooling_type).s == "max";
         const bool adapt = c.attr(ops::pool2d_op::adaptive).b, excl = c.attr(ops::pool2d_op::exclusive).b;
-        const T* xp = x.data<T>();
-        const T* yp = c.in(Out).data<T>();
-        const T* dy = c.in(DOut).data<T>();
-        T* dx = c.out(0).data<T>();
+        const T* xp = cl ? nhwc_to_nchw(c.in(X).data<T>(), xs, 0) : c.in(X).data<T>();
+        const T* yp = cl ? nhwc_to_nchw(c.in(Out).data<T>(), ys, 1) : c.in(Out).data<T>();
+        const T* dy = cl ? nhwc_to_nchw(c.in(DOut).data<T>(), ys, 2) : c.in(DOut).data<T>();
+        const nchw_output<T> out(c.out(0), xs, cl, 3);
+        T* dx = out.data;
         const std::int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-        for_each_plane(x.shape()[0] * x.shape()[1], out_plane * g.kh * g.kw, [&](std::int64_t i) {
+        for_each_plane(xs[0] * xs[1], out_plane * g.kh * g.kw, [&](std::int64_t i) {
             T* d = dx + i * in_plane;
             std::fill(d, d + in_plane, T(0));
             if (is_max) kernels::max_pool2d_grad(g, adapt, xp + i * in_plane, yp + i * out_plane, dy + i * out_plane, d);
             else kernels::avg_pool2d_grad(g, adapt, excl, dy + i * out_plane, d);
         });
+        out.finish();
     }
 };
 

@@ -15,14 +15,22 @@
 
 namespace dlgraph::cpu_ops {
 
-// X's channels: C, and each channel's layout.
+// X's channels: C, and each channel's layout: channel k is ch.n blocks of
+// ch.hw elements from k * ch.hw, ch.stride apart. NCHW: the images' planes;
+// NHWC (channels last): single elements C apart, so the same loops serve.
 struct channels_of {
     std::int64_t c = 0;
     kernels::channel ch;
-    explicit channels_of(const Shape& x) {
-        c = x[1];
-        ch.n = x[0];
-        ch.hw = ops::dim_product(x, 2, x.rank());
+    channels_of(const Shape& x, const Attribute* attrs) {
+        if (ops::batch_norm_op::channel_axis(attrs, x.rank()) == 1) {
+            c = x[1];
+            ch.n = x[0];
+            ch.hw = ops::dim_product(x, 2, x.rank());
+        } else {
+            c = x[x.rank() - 1];
+            ch.n = ops::dim_product(x, 0, x.rank() - 1);
+            ch.hw = 1;
+        }
         ch.stride = c * ch.hw;
     }
     // Runs f(channel) for each channel, split over the pool.
@@ -38,7 +46,7 @@ struct channels_of {
 struct batch_norm_op : ops::batch_norm_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
-        const channels_of cs(x.shape());
+        const channels_of cs(x.shape(), c.attrs);
         const T* xp = x.data<T>();
         T* y = c.out(Y).data<T>();
         const T* scale = c.in(Scale).data<T>();
@@ -88,7 +96,7 @@ struct batch_norm_op : ops::batch_norm_op {
 struct batch_norm_grad_op : ops::batch_norm_grad_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const Tensor& x = c.in(X);
-        const channels_of cs(x.shape());
+        const channels_of cs(x.shape(), c.attrs);
         const bool global = global_stats(c.attrs);
         const double eps = c.attr(ops::batch_norm_op::epsilon).f;
         const T* xp = x.data<T>();

@@ -835,7 +835,7 @@ inline bool emitter::step(int s, std::ostream& o) {
         return true;
     }
     if (type == "conv2d" || type == "depthwise_conv2d") {
-        if (!fp) return false;
+        if (!fp || ops::conv2d_op::nhwc(st.attrs.data())) return false;  // NHWC: not emitted yet
         const int x = in(st, 0), f = in(st, 1), y = out(st, 0);
         const Shape &xs = meta(x).shape, &fs = meta(f).shape;
         const auto [ha, wa] = ops::conv2d_op::axes(st.attrs.data(), xs, fs);
@@ -853,7 +853,7 @@ inline bool emitter::step(int s, std::ostream& o) {
         return true;
     }
     if (type == "pool2d") {
-        if (!fp) return false;
+        if (!fp || ops::pool2d_op::nhwc(st.attrs.data())) return false;
         const int x = in(st, 0), y = out(st, 0);
         const Shape& xs = meta(x).shape;
         const auto [ha, wa] = ops::pool2d_op::axes(st.attrs.data(), xs);
@@ -870,6 +870,7 @@ inline bool emitter::step(int s, std::ostream& o) {
         // updated, and only Y is written.
         using bn = ops::batch_norm_op;
         if (!fp || !bn::global_stats(st.attrs.data()) || in_count(st, bn::MomentumTensor)) return false;
+        if (st.attrs[bn::data_layout].s == "NHWC") return false;
         for (int slot : {bn::MeanOut, bn::VarianceOut, bn::SavedMean, bn::SavedVariance, bn::ReserveSpace})
             if (out_count(st, slot)) return false;
         const int x = in(st, bn::X), y = out(st, bn::Y);

@@ -126,13 +126,17 @@ inline kernels::window2d window_of(std::int64_t channels, const window_axis& h, 
     return g;
 }
 
-// data_format: NCHW (or AnyLayout, which Paddle reads as NCHW); NHWC is not built.
-inline void check_nchw(const InferContext& c, const std::string& format, const char* attr = "data_format") {
-    if (format == "NCHW" || format == "AnyLayout") return;
-    if (format == "NHWC")
-        c.fail("dlgraph.shape.layout", std::string(attr) + " NHWC is not supported yet: dlgraph's window ops take NCHW");
-    c.fail("dlgraph.shape.layout", std::string(attr) + " must be NCHW, not '" + format + "'");
+// data_format: NCHW (or AnyLayout, which Paddle reads as NCHW) or NHWC
+// (channels last). The kernels see an NHWC tensor as the NCHW one it
+// transposes to (as_nchw), and write their result back in NHWC.
+inline void check_layout(const InferContext& c, const std::string& format, const char* attr = "data_format") {
+    if (format == "NCHW" || format == "AnyLayout" || format == "NHWC") return;
+    c.fail("dlgraph.shape.layout", std::string(attr) + " must be NCHW or NHWC, not '" + format + "'");
 }
+inline bool channels_last(const std::string& format) { return format == "NHWC"; }
+// An [N, H, W, C] shape as the [N, C, H, W] it transposes to, and back.
+inline Shape as_nchw(const Shape& s, bool nhwc) { return nhwc && s.rank() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s; }
+inline Shape from_nchw(const Shape& s, bool nhwc) { return nhwc && s.rank() == 4 ? Shape{s[0], s[2], s[3], s[1]} : s; }
 
 // ---- conv2d, depthwise_conv2d ------------------------------------------------------------------
 
@@ -150,15 +154,20 @@ struct conv2d_op {
         return {window_axis_of(wa, 0, x[2], f[2]), window_axis_of(wa, 1, x[3], f[3])};
     }
 
+    // Whether Input and Output are NHWC (Filter is [M, C/groups, kh, kw] either way, as Paddle's).
+    static bool nhwc(const Attribute* a) { return channels_last(a[data_format].s); }
+
     static void infer(const InferContext& c) {
         c.dtype_in(Input, {DataType::FP32, DataType::FP64});
         c.same_dtype({Input, Filter});
-        check_nchw(c, c.attr(data_format).s);
-        const Shape& xs = c.shape(Input);
+        check_layout(c, c.attr(data_format).s);
+        const bool cl = nhwc(&c.attr(0));
+        const Shape xs = as_nchw(c.shape(Input), cl);
         const Shape& fs = c.shape(Filter);
-        const std::string both = "Input is " + to_string(xs) + " and Filter is " + to_string(fs);
+        const std::string both = "Input is " + to_string(c.shape(Input)) + " and Filter is " + to_string(fs);
         if (xs.rank() != 4 || fs.rank() != 4)
-            c.fail("dlgraph.shape.conv", both + ": both must have rank 4 (Input [N, C, H, W], Filter [M, C/groups, kh, kw])");
+            c.fail("dlgraph.shape.conv", both + ": both must have rank 4 (Input " +
+                                             (cl ? "[N, H, W, C]" : "[N, C, H, W]") + ", Filter [M, C/groups, kh, kw])");
         const std::int64_t g = c.attr(groups).i;
         if (g < 1) c.fail("dlgraph.shape.conv", "groups must be at least 1, not " + std::to_string(g));
         const window_attrs wa = attrs_of(&c.attr(0));
@@ -176,7 +185,7 @@ struct conv2d_op {
         const window_axis h = window_axis_of(wa, 0, xs[2], fs[2]), w = window_axis_of(wa, 1, xs[3], fs[3]);
         if (h.out == 0) c.fail("dlgraph.shape.conv", both + ": " + window_too_large("H", h));
         if (w.out == 0) c.fail("dlgraph.shape.conv", both + ": " + window_too_large("W", w));
-        c.set(0, c.dtype(Input), Shape{xs[0], fs[0], h.out, w.out});
+        c.set(0, c.dtype(Input), from_nchw(Shape{xs[0], fs[0], h.out, w.out}, cl));
     }
 };
 
@@ -184,7 +193,7 @@ struct conv2d_op {
 // channel convolved with its own filters, M a multiple of C).
 struct depthwise_conv2d_op : conv2d_op {
     static void infer(const InferContext& c) {
-        const Shape& xs = c.shape(Input);
+        const Shape xs = as_nchw(c.shape(Input), nhwc(&c.attr(0)));
         if (xs.rank() == 4 && xs[1] >= 0 && c.attr(groups).i != xs[1])
             c.fail("dlgraph.shape.conv", "depthwise_conv2d needs groups equal to Input's channels (" +
                                              std::to_string(xs[1]) + "), not " + std::to_string(c.attr(groups).i));
@@ -219,8 +228,9 @@ inline std::vector<OpDesc> conv_grad_ops(const GradRequest& r, const char* type)
 
 inline OpDef conv2d_def() {
     OpDef d{"conv2d", {{"Input"}, {"Filter"}}, {{"Output"}}, conv2d_attrs(), &conv2d_op::infer};
-    d.doc = "Output = Input (*) Filter: 2-D cross-correlation, NCHW, with strides, paddings, dilations and groups";
+    d.doc = "Output = Input (*) Filter: 2-D cross-correlation, NCHW or NHWC, with strides, paddings, dilations and groups";
     d.grad_maker = [](const GradRequest& r) { return conv_grad_ops(r, "conv2d_grad"); };
+    d.host_only_with = &conv2d_op::nhwc;  // the CUDA kernels take NCHW
     return d;
 }
 
@@ -228,6 +238,7 @@ inline OpDef depthwise_conv2d_def() {
     OpDef d{"depthwise_conv2d", {{"Input"}, {"Filter"}}, {{"Output"}}, conv2d_attrs(), &depthwise_conv2d_op::infer};
     d.doc = "conv2d with groups = Input's channels";
     d.grad_maker = [](const GradRequest& r) { return conv_grad_ops(r, "depthwise_conv2d_grad"); };
+    d.host_only_with = &conv2d_op::nhwc;
     return d;
 }
 
@@ -259,6 +270,7 @@ inline OpDef conv2d_grad_def() {
     OpDef d{"conv2d_grad", {{"Input"}, {"Filter"}, {"Output@GRAD"}},
             {{"Input@GRAD", false, true}, {"Filter@GRAD", false, true}}, conv2d_attrs(), &conv2d_grad_op::infer};
     d.doc = "Input@GRAD and Filter@GRAD of conv2d";
+    d.host_only_with = &conv2d_op::nhwc;
     return d;
 }
 
@@ -266,6 +278,7 @@ inline OpDef depthwise_conv2d_grad_def() {
     OpDef d{"depthwise_conv2d_grad", {{"Input"}, {"Filter"}, {"Output@GRAD"}},
             {{"Input@GRAD", false, true}, {"Filter@GRAD", false, true}}, conv2d_attrs(), &conv2d_grad_op::infer};
     d.doc = "Input@GRAD and Filter@GRAD of depthwise_conv2d";
+    d.host_only_with = &conv2d_op::nhwc;
     return d;
 }
 
@@ -298,13 +311,18 @@ struct pool2d_op {
         return {h, w};
     }
 
+    static bool nhwc(const Attribute* a) { return channels_last(a[data_format].s); }
+
     static void infer(const InferContext& c) {
         c.dtype_in(X, {DataType::FP32, DataType::FP64});
-        check_nchw(c, c.attr(data_format).s);
+        check_layout(c, c.attr(data_format).s);
         const std::string& type = c.attr(pooling_type).s;
         if (type != "max" && type != "avg") c.fail("dlgraph.shape.pool", "pooling_type must be max or avg, not '" + type + "'");
-        const Shape& xs = c.shape(X);
-        if (xs.rank() != 4) c.fail("dlgraph.shape.pool", "X is " + to_string(xs) + ": it must have rank 4 ([N, C, H, W])");
+        const bool cl = nhwc(&c.attr(0));
+        const Shape xs = as_nchw(c.shape(X), cl);
+        if (xs.rank() != 4)
+            c.fail("dlgraph.shape.pool", "X is " + to_string(c.shape(X)) + ": it must have rank 4 (" +
+                                             (cl ? "[N, H, W, C]" : "[N, C, H, W]") + ")");
         const auto& k = c.attr(ksize).ints;
         if (k.size() != 2) c.fail("dlgraph.shape.pool", "ksize must have 2 values, not " + ints_text(k));
         for (auto v : k)
@@ -313,10 +331,10 @@ struct pool2d_op {
                               c.attr(ceil_mode).b};
         if (const std::string e = window_attrs_error(wa); !e.empty()) c.fail("dlgraph.shape.pool", e);
         const auto [h, w] = axes(&c.attr(0), xs);
-        const std::string x_is = "X is " + to_string(xs) + ", ksize " + ints_text(k);
+        const std::string x_is = "X is " + to_string(c.shape(X)) + ", ksize " + ints_text(k);
         if (h.out == 0) c.fail("dlgraph.shape.pool", x_is + ": " + window_too_large("H", h));
         if (w.out == 0) c.fail("dlgraph.shape.pool", x_is + ": " + window_too_large("W", w));
-        c.set(0, c.dtype(X), Shape{xs[0], xs[1], h.out, w.out});
+        c.set(0, c.dtype(X), from_nchw(Shape{xs[0], xs[1], h.out, w.out}, cl));
     }
 };
 
@@ -335,8 +353,9 @@ inline std::vector<AttrDef> pool2d_attrs() {
 
 inline OpDef pool2d_def() {
     OpDef d{"pool2d", {{"X"}}, {{"Out"}}, pool2d_attrs(), &pool2d_op::infer};
-    d.doc = "Out = max or mean of each window of X (NCHW; global, adaptive, ceil_mode, exclusive)";
+    d.doc = "Out = max or mean of each window of X (NCHW or NHWC; global, adaptive, ceil_mode, exclusive)";
     d.grad_spec = {"pool2d_grad", {"X"}, {"Out"}, {"X"}};
+    d.host_only_with = &pool2d_op::nhwc;
     return d;
 }
 
@@ -366,6 +385,7 @@ struct pool2d_grad_op {
 inline OpDef pool2d_grad_def() {
     OpDef d{"pool2d_grad", {{"X"}, {"Out"}, {"Out@GRAD"}}, {{"X@GRAD"}}, pool2d_attrs(), &pool2d_grad_op::infer};
     d.doc = "X@GRAD of pool2d (max: to the first input equal to the max)";
+    d.host_only_with = &pool2d_op::nhwc;
     return d;
 }
 

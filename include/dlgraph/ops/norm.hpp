@@ -1,7 +1,7 @@
 // Batch normalization, its definition with PaddlePaddle's slots and
 // attributes: batch_norm (training with batch statistics and moving
 // averages, or the moving statistics with is_test / use_global_stats) and
-// batch_norm_grad. NCHW (data_layout), X of rank 2 to 5, channels X's dim 1.
+// batch_norm_grad. NCHW or NHWC (data_layout), X of rank 2 to 5, channels X's dim 1 or its last.
 // The math is in kernels/norm.hpp, the CPU kernels in cpu/norm.hpp.
 #pragma once
 
@@ -30,6 +30,9 @@ struct batch_norm_op {
     enum { Y = 0, MeanOut = 1, VarianceOut = 2, SavedMean = 3, SavedVariance = 4, ReserveSpace = 5 };
     enum { is_test = 0, momentum = 1, epsilon = 2, data_layout = 3, use_global_stats = 4, trainable_statistics = 5 };
 
+    // X's channel dim: 1 (NCHW), or the last (data_layout NHWC: channels last).
+    static int channel_axis(const Attribute* a, int rank) { return a[data_layout].s == "NHWC" ? rank - 1 : 1; }
+
     // Whether the moving statistics normalize (and nothing is updated).
     static bool global_stats(const Attribute* a) {
         return (a[is_test].b && !a[trainable_statistics].b) || a[use_global_stats].b;
@@ -40,15 +43,16 @@ struct batch_norm_op {
     static std::int64_t check(const InferContext& c, std::initializer_list<int> per_channel) {
         c.dtype_in(X, {DataType::FP32, DataType::FP64});
         const std::string& layout = c.attr(data_layout).s;
-        if (layout == "NHWC") c.fail("dlgraph.shape.layout", "data_layout NHWC is not supported yet: batch_norm takes NCHW");
-        if (layout != "NCHW") c.fail("dlgraph.shape.layout", "data_layout must be NCHW, not '" + layout + "'");
+        if (layout != "NCHW" && layout != "NHWC")
+            c.fail("dlgraph.shape.layout", "data_layout must be NCHW or NHWC, not '" + layout + "'");
         const double eps = c.attr(epsilon).f;  // compared as Paddle's float: 0.001f is 0.0010000000475
         if (!(eps >= 0 && static_cast<float>(eps) <= 1e-3f))
             c.fail("dlgraph.shape.batch_norm", "epsilon must be in [0, 0.001] (Paddle's range), not " + std::to_string(eps));
         const Shape& xs = c.shape(X);
         if (xs.rank() < 2 || xs.rank() > 5)
-            c.fail("dlgraph.shape.batch_norm", "X is " + to_string(xs) + ": it must have rank 2 to 5 ([N, C, ...])");
-        const std::int64_t ch = xs[1];
+            c.fail("dlgraph.shape.batch_norm", "X is " + to_string(xs) + ": it must have rank 2 to 5 (" +
+                                                   (layout == "NHWC" ? "[N, ..., C]" : "[N, C, ...]") + ")");
+        const std::int64_t ch = xs[channel_axis(&c.attr(0), xs.rank())];
         for (int s : per_channel) {
             if (!c.in_count(s)) continue;
             const Shape& ss = c.shape(s);
