@@ -503,7 +503,11 @@ TEST_CASE("NHWC: conv2d, depthwise_conv2d, pool2d and batch_norm give the NCHW r
     const Shape nchw{3, 4, 9, 7}, nhwc{3, 9, 7, 4};
     const auto tc = build(pc, "NCHW", nchw), tl = build(pl, "NHWC", nhwc);
     REQUIRE(tc.size() == tl.size());
-    Session<cpu> sc(pc), sl(pl);
+    // Three threads: images and planes split over the pool, its workers
+    // reading the calling thread's transposed copies.
+    SessionOptions three;
+    three.threads = 3;
+    Session<cpu> sc(pc, three), sl(pl, three);
     const xt::xarray<double> x_cl = xt::transpose(x_nchw, {0, 2, 3, 1});
     const std::vector<Feed> fc{{"x", to_tensor(x_nchw)}}, fl{{"x", to_tensor(x_cl)}};  // a feed overrides the parameter
     const std::vector<Tensor> rc = sc.eval(tc, fc), rl = sl.eval(tl, fl);
@@ -516,5 +520,50 @@ TEST_CASE("NHWC: conv2d, depthwise_conv2d, pool2d and batch_norm give the NCHW r
         REQUIRE(got.shape() == want.shape());
         // Outputs and gradients downstream of batch norm carry its sums' order.
         CHECK(xt::allclose(got, want, 1e-12, 1e-12));
+    }
+}
+
+// batch_norm NHWC at ranks 2 to 5, and a batch of 0: channels last gives
+// what NCHW gives with the channel axis moved (forward, saved statistics,
+// moving statistics and the gradients of X, Scale and Bias).
+TEST_CASE("NHWC: batch_norm at ranks 2 to 5 and batch 0 gives the NCHW results with the channel axis moved") {
+    const std::vector<std::vector<std::int64_t>> nchw_shapes = {{5, 3}, {4, 3, 6}, {2, 3, 4, 5}, {2, 3, 2, 3, 4}, {0, 3, 4, 5}};
+    unsigned seed = 90;
+    for (const auto& dims : nchw_shapes) {
+        const Shape nchw(dims);
+        CAPTURE(to_string(nchw));
+        const int r = nchw.rank();
+        std::vector<std::size_t> to_last, to_first;  // the channel axis moved last, and back
+        to_last.push_back(0);
+        for (int i = 2; i < r; ++i) to_last.push_back(static_cast<std::size_t>(i));
+        to_last.push_back(1);
+        to_first.push_back(0);
+        to_first.push_back(static_cast<std::size_t>(r - 1));
+        for (int i = 1; i < r - 1; ++i) to_first.push_back(static_cast<std::size_t>(i));
+        std::vector<std::size_t> xdims;
+        for (auto d : dims) xdims.push_back(static_cast<std::size_t>(d));
+        const xt::xarray<double> xv = random(xdims, seed++);
+        const xt::xarray<double> xl = xt::transpose(xv, to_last);
+        std::vector<std::int64_t> ldims;
+        for (auto d : xl.shape()) ldims.push_back(static_cast<std::int64_t>(d));
+        auto run = [&](const std::string& layout, const Shape& xs, const xt::xarray<double>& x_value) {
+            Program p;
+            auto x = p.parameter<double>("x", xs, init::constant(0));
+            auto y = batch_norm(x, "bn", BatchNorm{.data_layout = layout});
+            auto loss = reduce_sum(square(y) * 0.5 + y);
+            std::vector<TargetRef> targets{y, TargetRef("bn.mean"), TargetRef("bn.variance")};
+            for (auto& [param, grad] : append_backward(loss)) targets.push_back(grad);  // bn.bias, bn.scale, x
+            Session<cpu> s(p);
+            return s.eval(targets, std::vector<Feed>{{"x", to_tensor(x_value)}});
+        };
+        const auto a = run("NCHW", nchw, xv), b = run("NHWC", Shape(ldims), xl);
+        REQUIRE(a.size() == b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            CAPTURE(i);
+            xt::xarray<double> want = to_xarray<double>(a[i]), got = to_xarray<double>(b[i]);
+            if (got.dimension() == static_cast<std::size_t>(r) && r > 2) got = xt::transpose(got, to_first);
+            REQUIRE(got.shape() == want.shape());
+            CHECK(xt::allclose(got, want, 1e-12, 1e-12));
+        }
     }
 }

@@ -301,9 +301,9 @@ TEST_CASE("Paddle's test_conv2d_op.py classes") {
     }
     // Not ported: the *_CUDNNFp16 and *_CUDNNBF16 classes (no FP16 or BF16
     // kernels); the *_ChannelLast, *_CudnnChannelLast and
-    // *_CudnnChannelLastFp16 classes (data_format NHWC: dlgraph's window ops
-    // take NCHW and refuse NHWC by name, docs/design.md "Convolutional
-    // networks"); TestConv2DOpError (the Python API's type checks).
+    // *_CudnnChannelLastFp16 classes (data_format NHWC: dlgraph takes it
+    // since, but these are not ported yet; tests/test_conv.cpp checks NHWC
+    // against NCHW transposed); TestConv2DOpError (the Python API's type checks).
 }
 
 TEST_CASE("Paddle's test_conv2d_op_depthwise_conv.py classes") {
@@ -374,7 +374,7 @@ TEST_CASE("Paddle's test_conv2d_op_depthwise_conv.py classes") {
                           return apply_op<double>(g.op, {{"Input", in[0]}, {"Filter", in[1]}}, conv_attrs(g), "Output");
                       });
     // Not ported: the *_ChannelLast classes and the ROCm-only
-    // *_CudnnChannelLast ones (NHWC, refused by dlgraph); the ROCm block's
+    // *_CudnnChannelLast ones (NHWC: not ported yet); the ROCm block's
     // create_test_padding_VALID_class calls define the VALID classes above
     // again.
 }
@@ -595,7 +595,7 @@ TEST_CASE("Paddle's test_pool2d_op.py classes") {
     }
     // Not ported: the *_CUDNNFp16Op and *_Fp16Op classes (no FP16 kernels);
     // every *_channel_last class and the classes generated from them
-    // (data_format NHWC, which dlgraph's window ops refuse by name: they take
-    // NCHW, docs/design.md "Convolutional networks"). Gradients (the avg
+    // (data_format NHWC: dlgraph takes it since, but these are not ported
+    // yet; tests/test_conv.cpp checks NHWC against NCHW). Gradients (the avg
     // classes' check_grad and TestCase5_Max's): tests/test_conv.cpp.
 }

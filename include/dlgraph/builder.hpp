@@ -724,20 +724,27 @@ template <element_type T> Var<T> pool2d(const Var<T>& x, const Pool2d& o) {
          Attribute::make_bool("adaptive", o.adaptive), Attribute::make_bool("ceil_mode", o.ceil_mode),
          Attribute::make_string("data_format", o.data_format), Attribute::make_string("padding_algorithm", o.padding_algorithm)});
 }
-// The max of each k x k window, stride `stride` (default k).
-template <element_type T> Var<T> max_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0) {
+// The max of each k x k window, stride `stride` (default k); x NCHW, or
+// NHWC with data_format "NHWC".
+template <element_type T>
+Var<T> max_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0,
+                  const std::string& data_format = "NCHW") {
     Pool2d o;
     o.ksize = {k, k};
     o.strides = {stride ? stride : k, stride ? stride : k};
     o.paddings = {padding, padding};
+    o.data_format = data_format;
     return pool2d(x, o);
 }
-template <element_type T> Var<T> avg_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0) {
+template <element_type T>
+Var<T> avg_pool2d(const Var<T>& x, std::int64_t k, std::int64_t stride = 0, std::int64_t padding = 0,
+                  const std::string& data_format = "NCHW") {
     Pool2d o;
     o.pooling_type = "avg";
     o.ksize = {k, k};
     o.strides = {stride ? stride : k, stride ? stride : k};
     o.paddings = {padding, padding};
+    o.data_format = data_format;
     return pool2d(x, o);
 }
 

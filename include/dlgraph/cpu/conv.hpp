@@ -64,7 +64,8 @@ struct conv_products {
 // ---- NHWC (data_format): the NCHW kernels between two transposes ----------------------------
 
 // Workspace k (0-3) of the running thread, for tensors transposed between
-// NHWC and NCHW; grown on demand and kept.
+// NHWC and NCHW; grown on demand and kept (outside the plan's arena: an
+// NHWC step keeps up to four tensors' worth per thread that ran one).
 template <class T> T* layout_workspace(int k, std::int64_t n) {
     static thread_local gemm_detail::workspace<T> ws[4];
     return ws[k].get(std::max<std::int64_t>(n, 1));
@@ -147,7 +148,9 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
         const bool cl = ops::conv2d_op::nhwc(c.attrs);
         const Shape xs = ops::as_nchw(c.in(Input).shape(), cl);
         const conv_products p(c.attrs, xs, c.in(Filter).shape());
-        const T* xd = cl ? nhwc_to_nchw(c.in(Input).data<T>(), xs, 0) : c.in(Input).data<T>();
+        // (Input is read only by Filter@GRAD's product.)
+        const T* xd = !cl ? c.in(Input).data<T>()
+                      : c.out_count(DFilter) ? nhwc_to_nchw(c.in(Input).data<T>(), xs, 0) : nullptr;
         const T* dy = cl ? nhwc_to_nchw(c.in(DOutput).data<T>(), ops::as_nchw(c.in(DOutput).shape(), cl), 2)
                          : c.in(DOutput).data<T>();
         const T* f = c.in(Filter).data<T>();
@@ -231,8 +234,9 @@ struct pool2d_grad_op : ops::pool2d_grad_op {
         const kernels::window2d g = ops::window_of(1, h, w);
         const bool is_max = c.attr(ops::pool2d_op::pooling_type).s == "max";
         const bool adapt = c.attr(ops::pool2d_op::adaptive).b, excl = c.attr(ops::pool2d_op::exclusive).b;
-        const T* xp = cl ? nhwc_to_nchw(c.in(X).data<T>(), xs, 0) : c.in(X).data<T>();
-        const T* yp = cl ? nhwc_to_nchw(c.in(Out).data<T>(), ys, 1) : c.in(Out).data<T>();
+        // (X and Out are read only by max pooling's gradient.)
+        const T* xp = !cl ? c.in(X).data<T>() : is_max ? nhwc_to_nchw(c.in(X).data<T>(), xs, 0) : nullptr;
+        const T* yp = !cl ? c.in(Out).data<T>() : is_max ? nhwc_to_nchw(c.in(Out).data<T>(), ys, 1) : nullptr;
         const T* dy = cl ? nhwc_to_nchw(c.in(DOut).data<T>(), ys, 2) : c.in(DOut).data<T>();
         const nchw_output<T> out(c.out(0), xs, cl, 3);
         T* dx = out.data;

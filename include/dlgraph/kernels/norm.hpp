@@ -1,6 +1,7 @@
 // Batch normalization over one channel of an NCHW tensor, the kernel core of
 // ops/norm.hpp: the channel is `n` blocks of `hw` contiguous elements, block
-// b at x + b * stride (n = the batch, hw = the spatial size, stride = C * hw).
+// b at x + b * stride (n = the batch, hw = the spatial size, stride = C * hw;
+// NHWC: n = every element of the channel, hw = 1, stride = C).
 // Sums are taken in double (channel_sum), two passes (mean, then squared
 // deviations), so a channel's statistics do not depend on its offset or the
 // thread.

@@ -1,5 +1,5 @@
 // Convolutional-network ops, their definitions, with PaddlePaddle's names,
-// slots and attributes: conv2d and depthwise_conv2d (NCHW; Paddle's Bias
+// slots and attributes: conv2d and depthwise_conv2d (NCHW or NHWC; Paddle's Bias
 // and ResidualData slots, read only by its oneDNN kernels, are not
 // declared), pool2d (max and avg), flatten_contiguous_range, and their
 // gradients. The window math is in kernels/conv.hpp (the kernel core), the
@@ -140,7 +140,8 @@ inline Shape from_nchw(const Shape& s, bool nhwc) { return nhwc && s.rank() == 4
 
 // ---- conv2d, depthwise_conv2d ------------------------------------------------------------------
 
-// Input [N, C, H, W], Filter [M, C / groups, kh, kw] -> Output [N, M, oh, ow].
+// Input [N, C, H, W], Filter [M, C / groups, kh, kw] -> Output [N, M, oh, ow]
+// (data_format NHWC: Input [N, H, W, C] -> Output [N, oh, ow, M]).
 struct conv2d_op {
     enum { Input = 0, Filter = 1 };
     enum { strides = 0, paddings = 1, padding_algorithm = 2, groups = 3, dilations = 4, data_format = 5 };
@@ -284,7 +285,8 @@ inline OpDef depthwise_conv2d_grad_def() {
 
 // ---- pool2d ----------------------------------------------------------------------------------
 
-// X [N, C, H, W] -> Out [N, C, oh, ow]: the max or the mean of each window.
+// X [N, C, H, W] -> Out [N, C, oh, ow] (NHWC: [N, H, W, C] -> [N, oh, ow, C]):
+// the max or the mean of each window.
 struct pool2d_op {
     enum { X = 0 };
     enum {
