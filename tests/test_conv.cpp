@@ -540,12 +540,15 @@ TEST_CASE("NHWC: batch_norm at ranks 2 to 5 and batch 0 gives the NCHW results w
         to_first.push_back(0);
         to_first.push_back(static_cast<std::size_t>(r - 1));
         for (int i = 1; i < r - 1; ++i) to_first.push_back(static_cast<std::size_t>(i));
-        std::vector<std::size_t> xdims;
+        std::vector<std::size_t> xdims, ldims_u;
         for (auto d : dims) xdims.push_back(static_cast<std::size_t>(d));
-        const xt::xarray<double> xv = random(xdims, seed++);
-        const xt::xarray<double> xl = xt::transpose(xv, to_last);
+        for (std::size_t i : to_last) ldims_u.push_back(xdims[i]);
+        const bool empty = nchw.numel() == 0;  // (xtensor's views of an empty array are undefined behaviour)
+        const xt::xarray<double> xv = empty ? xt::xarray<double>::from_shape(xdims) : random(xdims, seed++);
+        const xt::xarray<double> xl = empty ? xt::xarray<double>::from_shape(ldims_u)
+                                            : xt::xarray<double>(xt::transpose(xv, to_last));
         std::vector<std::int64_t> ldims;
-        for (auto d : xl.shape()) ldims.push_back(static_cast<std::int64_t>(d));
+        for (auto d : ldims_u) ldims.push_back(static_cast<std::int64_t>(d));
         auto run = [&](const std::string& layout, const Shape& xs, const xt::xarray<double>& x_value) {
             Program p;
             auto x = p.parameter<double>("x", xs, init::constant(0));
@@ -560,6 +563,11 @@ TEST_CASE("NHWC: batch_norm at ranks 2 to 5 and batch 0 gives the NCHW results w
         REQUIRE(a.size() == b.size());
         for (std::size_t i = 0; i < a.size(); ++i) {
             CAPTURE(i);
+            if (a[i].numel() == 0) {  // X and Y at batch 0: nothing to compare but the shape
+                CHECK(b[i].numel() == 0);
+                CHECK(b[i].rank() == a[i].rank());
+                continue;
+            }
             xt::xarray<double> want = to_xarray<double>(a[i]), got = to_xarray<double>(b[i]);
             if (got.dimension() == static_cast<std::size_t>(r) && r > 2) got = xt::transpose(got, to_first);
             REQUIRE(got.shape() == want.shape());
