@@ -3,6 +3,7 @@
 // references written here from Paddle's definitions, for every attribute
 // variant; gradients against central finite differences; shape inference
 // and its errors.
+#include <dlgraph/kernels/conv.hpp>
 #include <dlgraph/optimizer.hpp>
 
 #include "grad_check.hpp"
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <random>
 
 using namespace dlgraph;
 using grad_check::random;
@@ -43,9 +45,12 @@ axis_pad resolve(const std::string& alg, const std::vector<std::int64_t>& pads, 
     return {pads[std::size_t(2 * axis)], pads[std::size_t(2 * axis + 1)], d};
 }
 
-// conv2d in double: out[n][m][y][x] = sum over the group's channels c and
-// the window (i, j) of in[n][g*cg + c][y*s - p + i*d][x*s - p + j*d] * f[m][c][i][j].
-xt::xarray<double> conv_reference(const xt::xarray<double>& x, const xt::xarray<double>& f, const Conv2d& o) {
+// The products of conv2d in double: visit(n, m, y, x, xi, fi) for every
+// output [n][m][y][x] and every term in[xi] * f[fi] of its sum (the
+// group's channels c and the window (i, j) of in[n][g*cg + c][y*s - p +
+// i*d][x*s - p + j*d] * f[m][c][i][j], in that order); returns the
+// output's shape.
+template <class F> dims4 conv_terms(const xt::xarray<double>& x, const xt::xarray<double>& f, const Conv2d& o, F visit) {
     const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
     const std::int64_t M = f.shape()[0], cg = f.shape()[1], KH = f.shape()[2], KW = f.shape()[3];
     const std::int64_t G = o.groups, mg = M / G;
@@ -54,12 +59,10 @@ xt::xarray<double> conv_reference(const xt::xarray<double>& x, const xt::xarray<
     const axis_pad pw = resolve(o.padding_algorithm, o.paddings, 1, W, KW, o.strides[1], o.dilations[1]);
     const std::int64_t OH = (H + ph.p0 + ph.p1 - (ph.d * (KH - 1) + 1)) / o.strides[0] + 1;
     const std::int64_t OW = (W + pw.p0 + pw.p1 - (pw.d * (KW - 1) + 1)) / o.strides[1] + 1;
-    xt::xarray<double> out = xt::zeros<double>({std::size_t(N), std::size_t(M), std::size_t(OH), std::size_t(OW)});
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t m = 0; m < M; ++m)
             for (std::int64_t y = 0; y < OH; ++y)
                 for (std::int64_t xo = 0; xo < OW; ++xo) {
-                    double s = 0;
                     const std::int64_t g = m / mg;
                     for (std::int64_t c = 0; c < cg; ++c)
                         for (std::int64_t i = 0; i < KH; ++i)
@@ -67,11 +70,33 @@ xt::xarray<double> conv_reference(const xt::xarray<double>& x, const xt::xarray<
                                 const std::int64_t iy = y * o.strides[0] - ph.p0 + i * ph.d;
                                 const std::int64_t ix = xo * o.strides[1] - pw.p0 + j * pw.d;
                                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                s += at(x, n, g * cg + c, iy, ix) * at(f, m, c, i, j);
+                                visit(n, m, y, xo, ((n * C + g * cg + c) * H + iy) * W + ix, ((m * cg + c) * KH + i) * KW + j);
                             }
-                    out(n, m, y, xo) = s;
                 }
+    return {N, M, OH, OW};
+}
+
+// conv2d in double.
+xt::xarray<double> conv_reference(const xt::xarray<double>& x, const xt::xarray<double>& f, const Conv2d& o) {
+    xt::xarray<double> out;
+    const dims4 s = conv_terms(x, f, o, [](auto...) {});
+    out = xt::zeros<double>({std::size_t(s[0]), std::size_t(s[1]), std::size_t(s[2]), std::size_t(s[3])});
+    conv_terms(x, f, o, [&](std::int64_t n, std::int64_t m, std::int64_t y, std::int64_t xo, std::int64_t xi, std::int64_t fi) {
+        out(n, m, y, xo) += x.data()[xi] * f.data()[fi];
+    });
     return out;
+}
+
+// conv2d's gradients in double, Input@GRAD and Filter@GRAD for Output@GRAD dy.
+std::pair<xt::xarray<double>, xt::xarray<double>> conv_grad_reference(const xt::xarray<double>& x,
+                                                                      const xt::xarray<double>& f,
+                                                                      const xt::xarray<double>& dy, const Conv2d& o) {
+    xt::xarray<double> dx = xt::zeros<double>(x.shape()), df = xt::zeros<double>(f.shape());
+    conv_terms(x, f, o, [&](std::int64_t n, std::int64_t m, std::int64_t y, std::int64_t xo, std::int64_t xi, std::int64_t fi) {
+        dx.data()[xi] += dy(n, m, y, xo) * f.data()[fi];
+        df.data()[fi] += dy(n, m, y, xo) * x.data()[xi];
+    });
+    return {dx, df};
 }
 
 // pool2d in double, from Paddle's CPU kernel: window rows [y*s - pt, +k)
@@ -225,6 +250,125 @@ TEST_CASE("conv2d gradients match finite differences for every attribute variant
     // A filter shared by two convs and an input used twice: contributions add.
     grad_check::check({{"x", random4({1, 2, 5, 5}, 7)}, {"f", random4({2, 2, 3, 3}, 8)}},
                       [](P&, const V& in) { return conv2d(in[0], in[1]) + conv2d(in[0], in[1], {{1, 1}, {0, 0}, {2, 2}}) * 0.0 + conv2d(in[0], in[1]); });
+}
+
+// Checks every element of `got` against `want` within tol (relative, at least 1 in scale).
+template <class T> void check_close(const Tensor& got, const xt::xarray<double>& want, double tol) {
+    REQUIRE(got.shape() == Shape(want.shape().begin(), want.shape().end()));
+    std::int64_t bad = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (std::abs(double(got.data<T>()[i]) - want.data()[i]) > tol * std::max(1.0, std::abs(want.data()[i]))) ++bad;
+    CHECK(bad == 0);
+}
+
+TEST_CASE("conv2d and its gradients match the reference where the column matrix is made in several chunks") {
+    // cpu/conv.hpp makes the column matrix a few output rows at a time
+    // (column_chunk_bytes of them): these are wide enough for 2 chunks in
+    // FP32 and 3 in FP64 (the shifted-copy im2col), and for 2 in each with
+    // stride 2, dilation 2 and groups 2 (the row-by-row im2col).
+    const conv_variant variants[] = {
+        {"3x3, padding 1", {2, 32, 6, 80}, {4, 32, 3, 3}, {{1, 1}, {1, 1}}},
+        {"stride 2, dilation 2, groups 2", {1, 128, 13, 90}, {4, 64, 3, 3}, {{2, 2}, {1, 1}, {2, 2}, 2}},
+    };
+    unsigned seed = 300;
+    for (const conv_variant& v : variants) {
+        INFO(std::string(v.name));
+        const auto x = random4(v.x, seed++), f = random4(v.f, seed++);
+        const auto want = conv_reference(x, f, v.o);
+        const dims4 ys{std::int64_t(want.shape()[0]), std::int64_t(want.shape()[1]), std::int64_t(want.shape()[2]),
+                       std::int64_t(want.shape()[3])};
+        const auto dy = random4(ys, seed++);
+        const auto [dx, df] = conv_grad_reference(x, f, dy, v.o);
+        auto run = [&]<class T>(T, double tol) {
+            Program p;
+            auto xv = p.input<T>("x", Shape(v.x.begin(), v.x.end()));
+            auto fv = p.input<T>("f", Shape(v.f.begin(), v.f.end()));
+            p.input<T>("dy", Shape(ys.begin(), ys.end()));
+            auto y = conv2d(xv, fv, v.o);
+            std::vector<std::vector<std::string>> names;
+            p.append("conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"dy"}}},
+                     {{"Input@GRAD", 1}, {"Filter@GRAD", 1}}, p.desc().blocks[0].ops[0].attrs, &names);
+            Session<cpu> s(p);
+            const auto got = s.eval({TargetRef(y), TargetRef(names[0][0]), TargetRef(names[1][0])},
+                                    {{"x", tensor_of<T>(x)}, {"f", tensor_of<T>(f)}, {"dy", tensor_of<T>(dy)}});
+            check_close<T>(got[0], want, tol);
+            check_close<T>(got[1], dx, tol);
+            check_close<T>(got[2], df, tol);
+        };
+        run(0.0f, 2e-5);
+        run(0.0, 1e-12);
+    }
+}
+
+TEST_CASE("im2col and col2im_add match a direct reference for random windows, whole and a few output rows at a time") {
+    // Integer values, so that the sums are exact whatever their order; a
+    // third of the windows SAME with stride 1 (the shifted-run paths).
+    std::mt19937 rng(5);
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    int checked = 0, shifted = 0;
+    for (int it = 0; it < 3000; ++it) {
+        kernels::window2d g;
+        g.c = draw(1, 3), g.h = draw(1, 9), g.w = draw(1, 9), g.kh = draw(1, 4), g.kw = draw(1, 4);
+        g.sh = draw(1, 3), g.sw = draw(1, 3), g.dh = draw(1, 2), g.dw = draw(1, 2);
+        g.pt = draw(0, 3), g.pl = draw(0, 3), g.pb = draw(0, 3), g.pr = draw(0, 3);
+        if (it % 3 == 0) {
+            g.sh = g.sw = 1;
+            g.pt = (g.kh - 1) * g.dh / 2, g.pb = (g.kh - 1) * g.dh - g.pt;
+            g.pl = (g.kw - 1) * g.dw / 2, g.pr = (g.kw - 1) * g.dw - g.pl;
+        }
+        const std::int64_t eh = g.h + g.pt + g.pb - (g.dh * (g.kh - 1) + 1), ew = g.w + g.pl + g.pr - (g.dw * (g.kw - 1) + 1);
+        if (eh < 0 || ew < 0) continue;
+        g.oh = eh / g.sh + 1, g.ow = ew / g.sw + 1;
+        ++checked;
+        shifted += g.sh == 1 && g.sw == 1 && g.ow == g.w;
+        const std::int64_t kk = g.col_rows(), ohw = g.col_cols();
+        std::vector<double> image(std::size_t(g.c * g.h * g.w)), want(std::size_t(kk * ohw)), cols(want.size());
+        for (auto& v : image) v = double(draw(1, 1000));
+        for (auto& v : cols) v = double(draw(1, 1000));
+        std::vector<double> want_image(image.size(), 0.0);
+        for (std::int64_t ci = 0; ci < g.c; ++ci)
+            for (std::int64_t i = 0; i < g.kh; ++i)
+                for (std::int64_t j = 0; j < g.kw; ++j)
+                    for (std::int64_t y = 0; y < g.oh; ++y)
+                        for (std::int64_t x = 0; x < g.ow; ++x) {
+                            const std::int64_t iy = y * g.sh - g.pt + i * g.dh, ix = x * g.sw - g.pl + j * g.dw;
+                            const std::size_t e = std::size_t(((ci * g.kh + i) * g.kw + j) * ohw + y * g.ow + x);
+                            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                            const std::size_t at = std::size_t((ci * g.h + iy) * g.w + ix);
+                            want[e] = image[at];
+                            want_image[at] += cols[e];
+                        }
+        const std::int64_t rows = draw(1, 4);
+        std::vector<double> got(want.size(), -7.0), got_image(image.size(), 0.0);
+        kernels::im2col(g, image.data(), got.data());
+        std::vector<double> scratch = cols;
+        kernels::col2im_add(g, scratch.data(), got_image.data());
+        bool same = got == want && got_image == want_image;
+        // The same by chunks of output rows.
+        std::fill(got_image.begin(), got_image.end(), 0.0);
+        for (std::int64_t y0 = 0; y0 < g.oh; y0 += rows) {
+            const kernels::window2d part = kernels::output_rows(g, y0, std::min(g.oh, y0 + rows));
+            const std::int64_t n = part.col_cols();
+            std::vector<double> chunk(std::size_t(kk * n), -7.0);
+            kernels::im2col(part, image.data(), chunk.data());
+            for (std::int64_t k = 0; k < kk; ++k)
+                for (std::int64_t q = 0; q < n; ++q) {
+                    same = same && chunk[std::size_t(k * n + q)] == want[std::size_t(k * ohw + y0 * g.ow + q)];
+                    chunk[std::size_t(k * n + q)] = cols[std::size_t(k * ohw + y0 * g.ow + q)];
+                }
+            kernels::col2im_add(part, chunk.data(), got_image.data());
+        }
+        same = same && got_image == want_image;
+        if (!same) {
+            INFO("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " s " << g.sh << "," << g.sw
+                      << " d " << g.dh << "," << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr
+                      << " rows " << rows);
+            CHECK(same);
+            break;
+        }
+    }
+    CHECK(checked > 2000);
+    CHECK(shifted > 500);
 }
 
 TEST_CASE("conv2d_grad writes only the wanted gradient") {

@@ -5,6 +5,7 @@
 // walks the batch and the groups and runs the products.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -70,38 +71,103 @@ template <class F> inline void for_each_tap(const window2d& g, F f) noexcept {
         }
 }
 
+// The output rows [y0, y1) of g as a window of their own: its column
+// matrix is columns [y0 * ow, y1 * ow) of g's, and col2im of it adds what
+// those columns read. (A convolution works through its columns a few
+// rows at a time, so that they stay in the cache between written and read.)
+constexpr window2d output_rows(const window2d& g, std::int64_t y0, std::int64_t y1) noexcept {
+    window2d r = g;
+    r.oh = y1 - y0;
+    r.pt = g.pt - y0 * g.sh;
+    return r;
+}
+
+namespace conv_detail {
+
+// With stride 1 and the output as wide as the input (SAME padding), a
+// tap's rows of the column matrix are one shifted run of the image: output
+// row y + 1 reads the input row after y's, at the same columns, so entry k
+// of the tap's row reads image[k + shift] wherever it reads the image.
+constexpr bool shifted_rows(const window2d& g) noexcept { return g.sh == 1 && g.sw == 1 && g.ow == g.w; }
+
+// The entries of a tap's row (rows ys of it) in the columns outside xs,
+// the padding's: a column at a time, since a few columns of a few taps
+// are all there is, and a loop per row would cost as much as the copy.
+template <class T> void zero_padding_columns(const window2d& g, T* row, span ys, span xs) noexcept {
+    const auto zero_column = [&](std::int64_t x) {
+        for (std::int64_t y = ys.lo; y < ys.hi; ++y) row[y * g.ow + x] = T(0);
+    };
+    for (std::int64_t x = 0; x < xs.lo; ++x) zero_column(x);
+    for (std::int64_t x = xs.hi; x < g.ow; ++x) zero_column(x);
+}
+
+// For shifted_rows: the entries [k0, k1) of a tap's row (rows ys) that
+// read the image, padding columns included, and shift. Entries before or
+// past the image are in the padding columns too.
+struct shifted_run {
+    std::int64_t k0, k1, shift;
+};
+inline shifted_run shifted_run_of(const window2d& g, std::int64_t first_image_row, span ys, std::int64_t xoff) noexcept {
+    const std::int64_t first = ys.lo * g.ow, last = ys.hi * g.ow, shift = first_image_row + xoff - first;
+    return {std::max(first, -shift), std::min(last, g.c * g.h * g.w - shift), shift};
+}
+
+}  // namespace conv_detail
+
 // col [c * kh * kw, oh * ow]: col[(ci * kh + i) * kw + j][y * ow + x] is
 // image[ci][y * sh - pt + i * dh][x * sw - pl + j * dw], 0 in the padding.
 template <class T> inline void im2col(const window2d& g, const T* image, T* col) noexcept {
+    const std::int64_t ohw = g.oh * g.ow;
+    const bool shifted = conv_detail::shifted_rows(g);
     for_each_tap(g, [&](std::int64_t tap, auto image_row, conv_detail::span ys, std::int64_t xoff, conv_detail::span xs) {
-        T* row = col + tap * g.oh * g.ow;
-        for (std::int64_t y = 0; y < g.oh; ++y) {
-            T* out = row + y * g.ow;
-            if (y < ys.lo || y >= ys.hi) {
-                for (std::int64_t x = 0; x < g.ow; ++x) out[x] = T(0);
-                continue;
+        T* const row = col + tap * ohw;
+        std::fill(row, row + ys.lo * g.ow, T(0));  // the rows in the padding
+        std::fill(row + ys.hi * g.ow, row + ohw, T(0));
+        if (ys.lo == ys.hi) return;
+        if (shifted) {  // one copy; what it took from a neighbouring row is zeroed below
+            const conv_detail::shifted_run r = conv_detail::shifted_run_of(g, image_row(ys.lo), ys, xoff);
+            T* __restrict out = row;
+            const T* __restrict in = image;
+            for (std::int64_t k = r.k0; k < r.k1; ++k) out[k] = in[k + r.shift];
+        } else {
+            for (std::int64_t y = ys.lo; y < ys.hi; ++y) {
+                T* __restrict out = row + y * g.ow;
+                const T* __restrict in = image + image_row(y);
+                if (g.sw == 1)
+                    for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x] = in[x + xoff];
+                else
+                    for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x] = in[x * g.sw + xoff];
             }
-            const T* in = image + image_row(y);
-            for (std::int64_t x = 0; x < xs.lo; ++x) out[x] = T(0);
-            if (g.sw == 1)
-                for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x] = in[x + xoff];
-            else
-                for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x] = in[x * g.sw + xoff];
-            for (std::int64_t x = xs.hi; x < g.ow; ++x) out[x] = T(0);
         }
+        conv_detail::zero_padding_columns(g, row, ys, xs);
     });
 }
 
 // The adjoint of im2col: image[ci][iy][ix] += every column entry that
 // im2col read from it (the padding's entries are dropped). The caller
-// zeroes the image first.
-template <class T> inline void col2im_add(const window2d& g, const T* col, T* image) noexcept {
+// zeroes the image first. Zeroes col's entries in the padding on the way.
+template <class T> inline void col2im_add(const window2d& g, T* col, T* image) noexcept {
+    const bool shifted = conv_detail::shifted_rows(g);
     for_each_tap(g, [&](std::int64_t tap, auto image_row, conv_detail::span ys, std::int64_t xoff, conv_detail::span xs) {
-        const T* row = col + tap * g.oh * g.ow;
+        T* const row = col + tap * g.oh * g.ow;
+        if (ys.lo == ys.hi) return;
+        if (shifted) {
+            // One run of adds: the padding's entries, zeroed first, add
+            // nothing (x + 0 is x: the image, zeroed to +0, never holds -0).
+            conv_detail::zero_padding_columns(g, row, ys, xs);
+            const conv_detail::shifted_run r = conv_detail::shifted_run_of(g, image_row(ys.lo), ys, xoff);
+            T* __restrict out = image;
+            const T* __restrict in = row;
+            for (std::int64_t k = r.k0; k < r.k1; ++k) out[k + r.shift] += in[k];
+            return;
+        }
         for (std::int64_t y = ys.lo; y < ys.hi; ++y) {
-            const T* in = row + y * g.ow;
-            T* out = image + image_row(y);
-            for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x * g.sw + xoff] += in[x];
+            const T* __restrict in = row + y * g.ow;
+            T* __restrict out = image + image_row(y);
+            if (g.sw == 1)
+                for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x + xoff] += in[x];
+            else
+                for (std::int64_t x = xs.lo; x < xs.hi; ++x) out[x * g.sw + xoff] += in[x];
         }
     });
 }

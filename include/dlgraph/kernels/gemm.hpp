@@ -263,7 +263,7 @@ template <class T> inline void store_first(T* p, const batch<T>& v, int n, bool 
 // of C is the same chain of multiply-adds over k whichever kernel computes
 // it and wherever its operands are read from.
 template <class T, int R, int NV = nv>
-void micro_kernel(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+void micro_kernel(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                   int cols) noexcept {
     using B = batch<T>;
     const T* __restrict Ap = p.a;
@@ -294,7 +294,7 @@ void micro_kernel(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T
 // or the smallest of 2/3 or 1/3 of it that covers the rows; one vector wide
 // when the columns fit in one (N = 10 logits: 16 lanes computed, not 32).
 template <class T, int NV>
-void micro_tile_nv(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+void micro_tile_nv(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                    int cols) noexcept {
     constexpr int MR = mr<T>;
     if (rows > 2 * MR / 3) micro_kernel<T, MR, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
@@ -302,7 +302,7 @@ void micro_tile_nv(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, 
     else micro_kernel<T, MR / 3, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
 }
 template <class T>
-void micro_tile(std::int64_t kc, tile_operands<T> p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+void micro_tile(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                 int cols) noexcept {
     if (nv > 1 && cols <= W<T>) micro_tile_nv<T, 1>(kc, p, C, ldc, alpha, acc, rows, cols);
     else micro_tile_nv<T, nv>(kc, p, C, ldc, alpha, acc, rows, cols);
