@@ -259,6 +259,35 @@ TEST_CASE_TEMPLATE("kernels::gemm_prepacked_block: packed B gives the bits of pa
             }
 }
 
+TEST_CASE_TEMPLATE("kernels::gemm_prepacked_a_block: packed A gives the bits of packing per call", T, float, double) {
+    // M past one mc block, K past one kc block, N in two strips of whole panels.
+    const std::int64_t M = 200, N = 3 * k::gemm_nr<T> + 5, K = 300, split = k::gemm_nr<T>;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true})
+            for (bool acc : {false, true}) {
+                const std::int64_t lda = ld_of(ta, M, K), ldb = ld_of(tb, K, N);
+                const auto a = rnd<T>(M * K, 44), b = rnd<T>(K * N, 45), c0 = rnd<T>(M * N, 46);
+                auto plain = c0, packed = c0;
+                aligned_buffer<T> ws(k::gemm_workspace_size<T>(tb, M, N, K));
+                REQUIRE(k::gemm_serial(ta, tb, M, N, K, T(0.75), a.data(), lda, b.data(), ldb, acc, plain.data(), N,
+                                       ws.get(), ws.n));
+                aligned_buffer<T> pa(k::gemm_packed_a_size<T>(M, K));
+                k::gemm_pack_a(ta, M, K, a.data(), lda, pa.get());
+                for (auto [c0_, c1_] : {std::pair<std::int64_t, std::int64_t>{0, split}, {split, N}}) {
+                    aligned_buffer<T> w(k::gemm_prepacked_a_workspace_size<T>(c1_ - c0_, K));
+                    CHECK_FALSE(k::gemm_prepacked_a_block(M, tb, K, T(0.75), pa.get(), b.data(), ldb, acc, packed.data(),
+                                                          N, c0_, c1_, w.get(), w.n - 1));
+                    CHECK(k::gemm_prepacked_a_block(M, tb, K, T(0.75), pa.get(), b.data(), ldb, acc, packed.data(), N,
+                                                    c0_, c1_, w.get(), w.n));
+                }
+                INFO("ta " << ta << " tb " << tb << " acc " << acc);
+                CHECK(std::memcmp(plain.data(), packed.data(), plain.size() * sizeof(T)) == 0);
+                const T* old = acc ? c0.data() : nullptr;
+                check_close(packed.data(), N, M, N, K,
+                            ref_gemm(ta, tb, M, N, K, 0.75, a.data(), lda, b.data(), ldb, old, N));
+            }
+}
+
 TEST_CASE_TEMPLATE("kernels::gemm_serial: operands read in place give the bits of packed ones", T, float, double) {
     // A product whose columns fit in one panel reads a transposed A in place,
     // and one with few rows reads a row-major B in place (only a last,

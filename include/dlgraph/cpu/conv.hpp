@@ -89,6 +89,40 @@ struct conv_products {
     }
 };
 
+// The filters as the products read them: op(Filter_g) is Filter_g
+// (mg x kk), or with `transposed` its transpose (kk x mg, for
+// Input@GRAD). Where the products pack their A at all (gemm_prepack_pays),
+// every group's is packed once, for the products of all the images, in
+// the calling thread's workspace (the same bits: the products pack it
+// alike).
+template <class T> inline gemm_detail::workspace<T>& packed_filter_workspace() {
+    static thread_local gemm_detail::workspace<T> ws;
+    return ws;
+}
+template <class T> struct conv_filters {
+    const conv_products& p;
+    const T* f;
+    bool transposed;
+    std::int64_t rows, depth;  // of op(Filter_g)
+    const T* packed = nullptr;
+    std::int64_t packed_group = 0;  // elements of a group's packed filters
+
+    conv_filters(const conv_products& products, const T* filter, bool trans)
+        : p(products), f(filter), transposed(trans), rows(trans ? p.kk : p.mg), depth(trans ? p.mg : p.kk) {
+        if (p.images == 0 || !gemm_prepack_pays(rows)) return;
+        packed_group = kernels::gemm_packed_a_size<T>(rows, depth);
+        T* const out = packed_filter_workspace<T>().get(p.groups * packed_group);
+        for (std::int64_t g = 0; g < p.groups; ++g)
+            kernels::gemm_pack_a(transposed, rows, depth, p.filter(f, g), p.kk, out + g * packed_group);
+        packed = out;
+    }
+    // C [rows, n] (ldc) = op(Filter_g) x B [depth, n] (ldb).
+    void product(std::int64_t g, std::int64_t n, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) const {
+        if (packed) gemm_prepacked_a<T>(rows, false, n, depth, T(1), packed + g * packed_group, b, ldb, false, c, ldc);
+        else gemm<T>(transposed, false, rows, n, depth, T(1), p.filter(f, g), p.kk, b, ldb, false, c, ldc);
+    }
+};
+
 // ---- NHWC (data_format): the NCHW kernels between two transposes ----------------------------
 
 // Workspace k (0-3) of the running thread, for tensors transposed between
@@ -142,13 +176,13 @@ struct conv2d_op : ops::conv2d_op {
         const T* f = c.in(Filter).data<T>();
         const nchw_output<T> out(c.out(0), ops::as_nchw(c.out(0).shape(), cl), cl, 1);
         T* y = out.data;
+        const conv_filters<T> filters(p, f, false);
         for_each_image(p.images, [&](std::int64_t n) {
             T* const ws = p.workspace<T>();  // the running thread's
             for (std::int64_t g = 0; g < p.groups; ++g)
                 p.for_each_chunk<T>([&](const kernels::window2d& chunk, std::int64_t y0) {
                     const auto [col, ld] = p.columns(x, n, g, chunk, y0, ws);
-                    gemm<T>(false, false, p.mg, chunk.col_cols(), p.kk, T(1), p.filter(f, g), p.kk, col, ld, false,
-                            p.output(y, n, g) + y0 * chunk.ow, p.ohw);
+                    filters.product(g, chunk.col_cols(), col, ld, p.output(y, n, g) + y0 * chunk.ow, p.ohw);
                 });
         });
         out.finish();
@@ -188,6 +222,7 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
         if (c.out_count(DInput)) {
             const nchw_output<T> out(c.out(DInput), xs, cl, 3);
             T* dx = out.data;
+            const conv_filters<T> filters(p, f, true);
             for_each_image(p.images, [&](std::int64_t n) {
                 T* const ws = p.workspace<T>();
                 if (!p.win.identity()) std::fill(dx + n * p.in_image, dx + (n + 1) * p.in_image, T(0));
@@ -196,13 +231,8 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
                     const T* dyg = p.output(dy, n, g);
                     p.for_each_chunk<T>([&](const kernels::window2d& chunk, std::int64_t y0) {
                         const std::int64_t cols = chunk.col_cols();
-                        if (p.win.identity()) {
-                            gemm<T>(true, false, p.kk, cols, p.mg, T(1), p.filter(f, g), p.kk, dyg, p.ohw, false,
-                                    image, p.ohw);
-                            return;
-                        }
-                        gemm<T>(true, false, p.kk, cols, p.mg, T(1), p.filter(f, g), p.kk, dyg + y0 * chunk.ow, p.ohw,
-                                false, ws, cols);
+                        if (p.win.identity()) return filters.product(g, cols, dyg, p.ohw, image, p.ohw);
+                        filters.product(g, cols, dyg + y0 * chunk.ow, p.ohw, ws, cols);
                         kernels::col2im_add(chunk, ws, image);
                     });
                 }

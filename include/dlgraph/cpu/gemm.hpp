@@ -163,4 +163,26 @@ void gemm_prepacked(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K
     parallel_for(strips, [&](int s) { rows(units * s / strips * mr, std::min(M, units * (s + 1) / strips * mr)); });
 }
 
+// gemm with op(A) given as kernels::gemm_pack_a wrote it for these M and K
+// (see gemm_prepack_pays). Threads take strips of columns, each reading
+// all of packed A.
+template <class T>
+void gemm_prepacked_a(std::int64_t M, bool trans_b, std::int64_t N, std::int64_t K, T alpha, const T* packed_a,
+                      const T* B, std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc) {
+    if (kernels::gemm_empty(M, N, K, accumulate, C, ldc)) return;
+    constexpr std::int64_t nr = kernels::gemm_nr<T>;
+    auto cols = [&](std::int64_t c0, std::int64_t c1) {
+        const std::int64_t n = kernels::gemm_prepacked_a_workspace_size<T>(c1 - c0, K);
+        T* const ws = gemm_detail::thread_workspace<T>().get(n);
+        // Sized by gemm_prepacked_a_workspace_size and 64-byte aligned: cannot be refused.
+        (void)kernels::gemm_prepacked_a_block(M, trans_b, K, alpha, packed_a, B, ldb, accumulate, C, ldc, c0, c1, ws,
+                                              n);
+    };
+    const std::int64_t units = (N + nr - 1) / nr;
+    const int strips =
+        static_cast<int>(std::min({std::int64_t(parallelism()), gemm_detail::strips_worth(M, N, K), units}));
+    if (strips <= 1) return cols(0, N);
+    parallel_for(strips, [&](int s) { cols(units * s / strips * nr, std::min(N, units * (s + 1) / strips * nr)); });
+}
+
 }  // namespace dlgraph::cpu_ops

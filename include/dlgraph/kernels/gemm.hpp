@@ -350,6 +350,26 @@ template <class T> void pack_b_whole(view<T> B, std::int64_t K, std::int64_t N, 
     }
 }
 
+// A packed whole, block after block as packed_gemm packs it: the block of
+// rows [ic, ic + mc) and depths [pc, pc + kc) starts at
+// pc * round_up(M, mr) + ic * kc. round_up(M, mr) * K elements in all.
+template <class T> constexpr std::int64_t packed_a_size(std::int64_t M, std::int64_t K) noexcept {
+    return round_up(M, mr<T>) * K;
+}
+template <class T>
+constexpr std::int64_t packed_a_offset(std::int64_t M, std::int64_t ic, std::int64_t kc, std::int64_t pc) noexcept {
+    return pc * round_up(M, mr<T>) + ic * kc;
+}
+template <class T> void pack_a_whole(view<T> A, std::int64_t M, std::int64_t K, T* out) noexcept {
+    const std::int64_t kc_max = k_block(K);
+    for (std::int64_t pc = 0; pc < K; pc += kc_max) {
+        const std::int64_t kc = std::min(kc_max, K - pc);
+        for (std::int64_t ic = 0; ic < M; ic += mc_block<T>)
+            pack_a(view<T>{&A(ic, pc), A.rs, A.cs}, std::min(mc_block<T>, M - ic), kc,
+                   out + packed_a_offset<T>(M, ic, kc, pc));
+    }
+}
+
 #ifndef DLGRAPH_GEMM_DIRECT_B_ROWS
 #define DLGRAPH_GEMM_DIRECT_B_ROWS 128
 #endif
@@ -364,16 +384,23 @@ template <class T> void pack_b_whole(view<T> B, std::int64_t K, std::int64_t N, 
 // packed, so the kernel never reads past the matrix.
 inline constexpr std::int64_t direct_b_rows = DLGRAPH_GEMM_DIRECT_B_ROWS;
 
+// An operand packed whole before the product (by pack_b_whole or
+// pack_a_whole), or null: packed block by block.
+template <class T> struct prepacked_operands {
+    const T* b = nullptr;
+    const T* a = nullptr;  // all M rows of A: C's block is all of its rows
+};
+
 // The packed product of an M x N block of C into buffers b_buf (kc x nc,
-// unused with `prepacked`: B packed whole by pack_b_whole, B itself not
-// read) and a_buf (mc x kc).
+// unused with a prepacked B, which is then not read) and a_buf (mc x kc,
+// likewise for A).
 template <class T>
 void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T> A, view<T> B, bool accumulate, T* C,
-                 std::int64_t ldc, const T* prepacked, T* b_buf, T* a_buf) noexcept {
+                 std::int64_t ldc, prepacked_operands<T> prepacked, T* b_buf, T* a_buf) noexcept {
     constexpr int MR = mr<T>, NR = nr<T>;
     const std::int64_t kc_max = k_block(K);
-    const bool direct_b = !prepacked && B.cs == 1 && M <= direct_b_rows;
-    const bool direct_a = A.rs == 1 && A.cs != 1 && N <= NR;
+    const bool direct_b = !prepacked.b && B.cs == 1 && M <= direct_b_rows;
+    const bool direct_a = !prepacked.a && A.rs == 1 && A.cs != 1 && N <= NR;
     for (std::int64_t jc = 0; jc < N; jc += nc_block<T>) {
         const std::int64_t nc = std::min(nc_block<T>, N - jc);
         const std::int64_t b_full = direct_b ? nc / NR * NR : 0;  // columns of B read in place
@@ -381,12 +408,13 @@ void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T
             const std::int64_t kc = std::min(kc_max, K - pc);
             const bool acc = accumulate || pc > 0;
             const T* Bp = b_buf;
-            if (prepacked) Bp = prepacked + packed_b_offset<T>(K, jc, nc, pc);
+            if (prepacked.b) Bp = prepacked.b + packed_b_offset<T>(K, jc, nc, pc);
             else if (b_full < nc) pack_b(view<T>{&B(pc, jc + b_full), B.rs, B.cs}, kc, nc - b_full, b_buf);
             for (std::int64_t ic = 0; ic < M; ic += mc_block<T>) {
                 const std::int64_t mc = std::min(mc_block<T>, M - ic);
                 const std::int64_t a_full = direct_a ? mc / MR * MR : 0;  // rows of A read in place
-                if (a_full < mc) pack_a(view<T>{&A(ic + a_full, pc), A.rs, A.cs}, mc - a_full, kc, a_buf);
+                const T* const Ap = prepacked.a ? prepacked.a + packed_a_offset<T>(M, ic, kc, pc) : a_buf;
+                if (!prepacked.a && a_full < mc) pack_a(view<T>{&A(ic + a_full, pc), A.rs, A.cs}, mc - a_full, kc, a_buf);
                 for (std::int64_t jr = 0; jr < nc; jr += NR) {
                     const int cols = static_cast<int>(std::min<std::int64_t>(NR, nc - jr));
                     const T* bp = jr < b_full ? &B(pc, jc + jr) : Bp + (jr - b_full) * kc;
@@ -395,7 +423,7 @@ void packed_gemm(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, view<T
                         const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
                         const tile_operands<T> p =
                             ir < a_full ? tile_operands<T>{&A(ic + ir, pc), A.cs, bp, bs}
-                                        : tile_operands<T>{a_buf + (ir - a_full) * kc, MR, bp, bs};
+                                        : tile_operands<T>{Ap + (ir - a_full) * kc, MR, bp, bs};
                         micro_tile<T>(kc, p, C + (ic + ir) * ldc + jc + jr, ldc, alpha, acc, rows, cols);
                     }
                 }
@@ -541,8 +569,7 @@ template <class T, class EK>
     }
     const std::int64_t b_size = aligned_elements<T>(packed_b_block<T>(n, k));
     if (workspace_size < b_size + packed_a_block<T>(m, k) || !aligned64(workspace)) return false;
-    packed_gemm(m, n, k, alpha, ar, br, accumulate, c, ldc, static_cast<const T*>(nullptr), workspace,
-                workspace + b_size);
+    packed_gemm(m, n, k, alpha, ar, br, accumulate, c, ldc, prepacked_operands<T>{}, workspace, workspace + b_size);
     return true;
 }
 
@@ -598,8 +625,51 @@ template <class T, class EN, class EK>
     if (gemm_empty(m, n, k, accumulate, c, ldc)) return true;
     if (workspace_size < packed_a_block<T>(m, k) || !aligned64(workspace)) return false;
     const view<T> a = operand(trans_a, A, lda);
-    packed_gemm(m, n, k, alpha, view<T>{&a(r0, 0), a.rs, a.cs}, view<T>{nullptr, 0, 0}, accumulate, c, ldc, packed_b,
-                static_cast<T*>(nullptr), workspace);
+    packed_gemm(m, n, k, alpha, view<T>{&a(r0, 0), a.rs, a.cs}, view<T>{nullptr, 0, 0}, accumulate, c, ldc,
+                prepacked_operands<T>{packed_b, nullptr}, static_cast<T*>(nullptr), workspace);
+    return true;
+}
+
+// ---- A packed once ------------------------------------------------------------------------
+// Likewise a constant A (a convolution's filters, the same for every image):
+// gemm_pack_a writes op(A), M x K, as the packed path reads it, and
+// gemm_prepacked_a_block multiplies with that, a strip of C's columns at a
+// time. Worth it where the product would be packed: M >= gemm_small_m.
+
+template <class T> constexpr std::int64_t gemm_packed_a_size(std::int64_t M, std::int64_t K) noexcept {
+    return gemm_detail::packed_a_size<T>(M, K);
+}
+template <class T>
+void gemm_pack_a(bool trans_a, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda, T* out) noexcept {
+    static_assert(simd_type<T>, "gemm is for FP32 and FP64");
+    gemm_detail::pack_a_whole(gemm_detail::operand(trans_a, A, lda), M, K, out);
+}
+
+// Elements of workspace (64-byte aligned) that gemm_prepacked_a_block needs
+// for `cols` columns of C at depth K.
+template <class T, class EC, class EK> constexpr std::int64_t gemm_prepacked_a_workspace_size(EC cols, EK K) noexcept {
+    const std::int64_t n = extent(cols), k = extent(K);
+    return n <= 0 || k <= 0 ? 0 : gemm_detail::packed_b_block<T>(n, k);
+}
+
+// Columns [c0, c1) of C = alpha * op(A) * op(B) (+ C), M x N, with op(A)
+// (M x K) as gemm_pack_a wrote it for these M and K; B as gemm_block's.
+// Always the packed path, even on fewer than gemm_small_m rows, so its
+// bits are those of gemm_block on a product that packs. Workspace of
+// gemm_prepacked_a_workspace_size(c1 - c0, K) elements.
+template <class T, class EM, class EK>
+[[nodiscard]] bool gemm_prepacked_a_block(EM M, bool trans_b, EK K, T alpha, const T* packed_a, const T* B,
+                                          std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc, std::int64_t c0,
+                                          std::int64_t c1, T* workspace, std::int64_t workspace_size) noexcept {
+    static_assert(simd_type<T>, "gemm is for FP32 and FP64");
+    using namespace gemm_detail;
+    const std::int64_t m = extent(M), n = c1 - c0, k = extent(K);
+    if (m <= 0 || n <= 0) return true;
+    if (gemm_empty(m, n, k, accumulate, C + c0, ldc)) return true;
+    if (workspace_size < packed_b_block<T>(n, k) || !aligned64(workspace)) return false;
+    const view<T> b = operand(trans_b, B, ldb);
+    packed_gemm(m, n, k, alpha, view<T>{nullptr, 0, 0}, view<T>{&b(0, c0), b.rs, b.cs}, accumulate, C + c0, ldc,
+                prepacked_operands<T>{nullptr, packed_a}, workspace, static_cast<T*>(nullptr));
     return true;
 }
 
