@@ -67,6 +67,16 @@ inline std::int64_t strips_worth(std::int64_t M, std::int64_t N, std::int64_t K)
     return M * N * K / (std::int64_t(1) << 21);
 }
 
+// Runs f(b0, b1) on strips of [0, extent) in whole units (register tiles),
+// one per thread where an M x N x K product is worth that many.
+template <class F>
+void for_each_strip(std::int64_t extent, std::int64_t unit, std::int64_t M, std::int64_t N, std::int64_t K, F f) {
+    const std::int64_t units = (extent + unit - 1) / unit;
+    const int strips = static_cast<int>(std::min({std::int64_t(parallelism()), strips_worth(M, N, K), units}));
+    if (strips <= 1) return f(0, extent);
+    parallel_for(strips, [&](int s) { f(units * s / strips * unit, std::min(extent, units * (s + 1) / strips * unit)); });
+}
+
 }  // namespace gemm_detail
 
 // C (M x N, row stride ldc) = alpha * op(A) * op(B) (+ C if `accumulate`).
@@ -148,7 +158,6 @@ template <class T>
 void gemm_prepacked(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
                     const T* packed_b, bool accumulate, T* C, std::int64_t ldc) {
     if (kernels::gemm_empty(M, N, K, accumulate, C, ldc)) return;
-    constexpr std::int64_t mr = kernels::gemm_mr<T>;
     auto rows = [&](std::int64_t r0, std::int64_t r1) {
         const std::int64_t n = kernels::gemm_prepacked_workspace_size<T>(r1 - r0, K);
         T* const ws = gemm_detail::thread_workspace<T>().get(n);
@@ -156,11 +165,7 @@ void gemm_prepacked(bool trans_a, std::int64_t M, std::int64_t N, std::int64_t K
         (void)kernels::gemm_prepacked_block(trans_a, N, K, alpha, A, lda, packed_b, accumulate, C, ldc, r0, r1, ws,
                                             n);
     };
-    const std::int64_t units = (M + mr - 1) / mr;
-    const int strips =
-        static_cast<int>(std::min({std::int64_t(parallelism()), gemm_detail::strips_worth(M, N, K), units}));
-    if (strips <= 1) return rows(0, M);
-    parallel_for(strips, [&](int s) { rows(units * s / strips * mr, std::min(M, units * (s + 1) / strips * mr)); });
+    gemm_detail::for_each_strip(M, kernels::gemm_mr<T>, M, N, K, rows);
 }
 
 // gemm with op(A) given as kernels::gemm_pack_a wrote it for these M and K
@@ -170,7 +175,6 @@ template <class T>
 void gemm_prepacked_a(std::int64_t M, bool trans_b, std::int64_t N, std::int64_t K, T alpha, const T* packed_a,
                       const T* B, std::int64_t ldb, bool accumulate, T* C, std::int64_t ldc) {
     if (kernels::gemm_empty(M, N, K, accumulate, C, ldc)) return;
-    constexpr std::int64_t nr = kernels::gemm_nr<T>;
     auto cols = [&](std::int64_t c0, std::int64_t c1) {
         const std::int64_t n = kernels::gemm_prepacked_a_workspace_size<T>(c1 - c0, K);
         T* const ws = gemm_detail::thread_workspace<T>().get(n);
@@ -178,11 +182,7 @@ void gemm_prepacked_a(std::int64_t M, bool trans_b, std::int64_t N, std::int64_t
         (void)kernels::gemm_prepacked_a_block(M, trans_b, K, alpha, packed_a, B, ldb, accumulate, C, ldc, c0, c1, ws,
                                               n);
     };
-    const std::int64_t units = (N + nr - 1) / nr;
-    const int strips =
-        static_cast<int>(std::min({std::int64_t(parallelism()), gemm_detail::strips_worth(M, N, K), units}));
-    if (strips <= 1) return cols(0, N);
-    parallel_for(strips, [&](int s) { cols(units * s / strips * nr, std::min(N, units * (s + 1) / strips * nr)); });
+    gemm_detail::for_each_strip(N, kernels::gemm_nr<T>, M, N, K, cols);
 }
 
 }  // namespace dlgraph::cpu_ops
