@@ -1,6 +1,7 @@
 // The CPU kernels of the window ops (ops/conv.hpp). A convolution is a GEMM
-// per image and group over the image's column matrix (kernels::im2col, in a
-// thread's workspace that grows once and is kept), skipped for a 1x1
+// per image and group over the image's column matrix (kernels::im2col, a
+// chunk of output rows at a time, in a thread's workspace that grows once
+// and is kept), skipped for a 1x1
 // window with stride 1 and no padding; its gradients are the two other
 // products, the input's through col2im. Pooling runs the kernel core on
 // each channel of each image, the channels split over the thread pool.
@@ -242,13 +243,14 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
         if (c.out_count(DFilter)) {
             const std::int64_t fn = c.in(Filter).numel();
             T* df = c.out(DFilter).data<T>();
-            if (p.images == 0 || p.win.oh == 0) std::fill(df, df + fn, T(0));
-            const std::int64_t parts = filter_grad_parts<T>(p.win.oh > 0 ? p.images : 0, fn);
+            const std::int64_t images = p.win.oh > 0 ? p.images : 0;  // the images that add to it
+            if (images == 0) std::fill(df, df + fn, T(0));
+            const std::int64_t parts = filter_grad_parts<T>(images, fn);
             T* const partials = parts > 1 ? partials_workspace<T>().get((parts - 1) * fn) : nullptr;
             parallel_for(static_cast<int>(parts), [&](int k) {
                 T* const ws = p.workspace<T>();
                 T* const out = k == 0 ? df : partials + (k - 1) * fn;
-                for (std::int64_t n0 = p.images * k / parts, n = n0, e = p.images * (k + 1) / parts; n < e; ++n)
+                for (std::int64_t n0 = images * k / parts, n = n0, e = images * (k + 1) / parts; n < e; ++n)
                     for (std::int64_t g = 0; g < p.groups; ++g)
                         p.for_each_chunk<T>([&](const kernels::window2d& chunk, std::int64_t y0) {
                             const auto [col, ld] = p.columns(xd, n, g, chunk, y0, ws);
