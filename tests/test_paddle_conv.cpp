@@ -20,6 +20,10 @@
 // program's use_cudnn is dropped with LoadOptions::lenient), so those rows
 // run dlgraph's kernel on the class's configuration, dtype included.
 //
+// The channel-last classes (data_format NHWC) draw Input or X in the NHWC
+// layout and compare with the NCHW reference on the transposed values,
+// transposed back, which is what Paddle's naive references do.
+//
 // Tolerances, relative to max(1, |want|): 1e-12 for FP64 (the reference is
 // the same sum of at most 3 * 7 * 7 products of values in [-1, 1), in
 // another order); 1e-6 for FP32 (the ROCm classes; the FP32 inputs are
@@ -77,10 +81,31 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 
 // ---- conv2d ------------------------------------------------------------------------------------
 
+// An NCHW tensor (shape nchw) from its NHWC values, and back: the
+// references are written for NCHW, as Paddle's transpose NHWC inputs to it.
+std::vector<double> channels_first(const std::vector<double>& x, const Shape& nchw) {
+    const std::int64_t N = nchw[0], C = nchw[1], HW = nchw[2] * nchw[3];
+    std::vector<double> out(x.size());
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+            for (std::int64_t i = 0; i < HW; ++i)
+                out[static_cast<std::size_t>((n * C + c) * HW + i)] = x[static_cast<std::size_t>((n * HW + i) * C + c)];
+    return out;
+}
+std::vector<double> channels_last(const std::vector<double>& x, const Shape& nchw) {
+    const std::int64_t N = nchw[0], C = nchw[1], HW = nchw[2] * nchw[3];
+    std::vector<double> out(x.size());
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+            for (std::int64_t i = 0; i < HW; ++i)
+                out[static_cast<std::size_t>((n * HW + i) * C + c)] = x[static_cast<std::size_t>((n * C + c) * HW + i)];
+    return out;
+}
+
 struct conv_class {
     std::string name;
     std::string op;  // conv2d, or depthwise_conv2d (the classes' op_type)
-    Shape input, filter;
+    Shape input, filter;  // input as NCHW, whatever data_format (Paddle's init_test_case; _2 makes it NHWC)
     ints strides, paddings, dilations;
     std::int64_t groups;
     std::string padding_algorithm;
@@ -171,22 +196,28 @@ template <class T> std::vector<T> narrowed(const std::vector<double>& v) { retur
 
 // Runs one class in its dtype and compares with ref_conv.
 template <class T> void run_conv_class(const conv_class& c, unsigned seed) {
+    const bool nhwc = c.data_format == "NHWC";
     std::vector<double> xv, fv;
-    draw_conv_inputs(c, seed, xv, fv);
-    std::vector<double> in = xv;
+    draw_conv_inputs(c, seed, xv, fv);  // NHWC: drawn in that layout, as np.random.random([N, H, W, C])
+    std::vector<double> in = nhwc ? channels_first(xv, c.input) : xv;
     if (c.fuse_relu)
         for (auto& v : in) v = std::max(v, 0.0);  // input2 = np.maximum(input, 0.0)
     Shape want_shape;
-    const auto want = ref_conv(in, fv, c, want_shape);
+    auto want = ref_conv(in, fv, c, want_shape);
+    if (nhwc) {  // the naive reference transposes the output back
+        want = channels_last(want, want_shape);
+        want_shape = Shape{want_shape[0], want_shape[2], want_shape[3], want_shape[1]};
+    }
+    const Shape input_shape = nhwc ? Shape{c.input[0], c.input[2], c.input[3], c.input[1]} : c.input;
     Program p;
-    auto x = p.input<T>("input", c.input);
+    auto x = p.input<T>("input", input_shape);
     auto f = p.input<T>("filter", c.filter);
     // fuse_relu_before_depthwise_conv is no attribute of dlgraph's
     // depthwise_conv2d: the fused relu is a relu op before it.
     auto y = apply_op<T>(c.op, {{"Input", c.fuse_relu ? relu(x) : x}, {"Filter", f}}, conv_attrs(c), "Output");
     REQUIRE(y.shape() == want_shape);
     Session<cpu> s(p);
-    const auto got = s.eval({y}, {{x, tensor_of<T>(c.input, narrowed<T>(xv))}, {f, tensor_of<T>(c.filter, narrowed<T>(fv))}})[0];
+    const auto got = s.eval({y}, {{x, tensor_of<T>(input_shape, narrowed<T>(xv))}, {f, tensor_of<T>(c.filter, narrowed<T>(fv))}})[0];
     REQUIRE(got.shape() == want_shape);
     check_close(widened<T>(got), want, std::is_same_v<T, float> ? 1e-6 : 1e-12);
 }
@@ -220,6 +251,17 @@ conv_class cudnn_padding_valid(const conv_class& p) {  // pad [1, 1], VALID, use
     conv_class c = derived(p, "CudnnPaddingVALIDOp");
     c.paddings = {1, 1};
     c.padding_algorithm = "VALID";
+    return c;
+}
+
+conv_class channel_last(const conv_class& p) {  // create_test_channel_last_class: NHWC
+    conv_class c = derived(p, "ChannelLast");
+    c.data_format = "NHWC";
+    return c;
+}
+conv_class cudnn_channel_last(const conv_class& p) {  // the same with use_cudnn (float64; float32 on ROCm)
+    conv_class c = derived(p, "CudnnChannelLast");
+    c.data_format = "NHWC";
     return c;
 }
 
@@ -293,17 +335,22 @@ TEST_CASE("Paddle's test_conv2d_op.py classes") {
     for (auto gen : {padding_same, padding_valid, cudnn_padding_same, cudnn_padding_valid})
         for (const char* p : same_valid_parents) rows.push_back(gen(find_class(rows, p)));
 
-    CHECK(rows.size() == 54);
+    for (const char* p : {"TestConv2DOp_AsyPadding", "TestWithPad_AsyPadding", "TestWithGroup_AsyPadding",
+                          "TestWith1x1_AsyPadding", "TestWithInput1x1Filter1x1_AsyPadding"})
+        rows.push_back(channel_last(find_class(rows, p)));
+    for (const char* p : {"TestConv2DOp_AsyPadding", "TestWithPad_AsyPadding", "TestWithStride_AsyPadding",
+                          "TestWithGroup_AsyPadding", "TestWithDilation_AsyPadding"})
+        rows.push_back(cudnn_channel_last(find_class(rows, p)));
+
+    CHECK(rows.size() == 64);
     unsigned seed = 1000;
     for (const auto& c : rows) {
         INFO(c.name);
         run_conv_class<double>(c, seed++);
     }
-    // Not ported: the *_CUDNNFp16 and *_CUDNNBF16 classes (no FP16 or BF16
-    // kernels); the *_ChannelLast, *_CudnnChannelLast and
-    // *_CudnnChannelLastFp16 classes (data_format NHWC: dlgraph takes it
-    // since, but these are not ported yet; tests/test_conv.cpp checks NHWC
-    // against NCHW transposed); TestConv2DOpError (the Python API's type checks).
+    // Not ported: the *_CUDNNFp16, *_CUDNNBF16 and *_CudnnChannelLastFp16
+    // classes (no FP16 or BF16 kernels); TestConv2DOpError (the Python API's
+    // type checks).
 }
 
 TEST_CASE("Paddle's test_conv2d_op_depthwise_conv.py classes") {
@@ -348,7 +395,16 @@ TEST_CASE("Paddle's test_conv2d_op_depthwise_conv.py classes") {
         rows.push_back(c);
     }
 
-    CHECK(rows.size() == 30);
+    for (const char* p : {"TestDepthwiseConv_AsyPadding", "TestDepthwiseConvWithDilation2_AsyPadding",
+                          "TestDepthwiseConvandFuse_AsyPadding", "TestDepthwiseConvWithDilationandFuse_AsyPadding"})
+        rows.push_back(channel_last(find_class(rows, p)));
+    for (const char* p : {"TestDepthwiseConv_AsyPadding", "TestDepthwiseConvWithDilation2_AsyPadding"}) {  // ROCm
+        conv_class c = cudnn_channel_last(find_class(rows, p));
+        c.dtype = DataType::FP32;
+        rows.push_back(c);
+    }
+
+    CHECK(rows.size() == 36);
     unsigned seed = 2000;
     for (const auto& c : rows) {
         INFO(c.name);
@@ -373,10 +429,9 @@ TEST_CASE("Paddle's test_conv2d_op_depthwise_conv.py classes") {
                       [&](Program&, const std::vector<Var<double>>& in) {
                           return apply_op<double>(g.op, {{"Input", in[0]}, {"Filter", in[1]}}, conv_attrs(g), "Output");
                       });
-    // Not ported: the *_ChannelLast classes and the ROCm-only
-    // *_CudnnChannelLast ones (NHWC: not ported yet); the ROCm block's
-    // create_test_padding_VALID_class calls define the VALID classes above
-    // again.
+    // Not ported: the *_ChannelLastFp16 classes (no FP16 kernels). The ROCm
+    // block's create_test_padding_VALID_class calls define the VALID classes
+    // above again.
 }
 
 // ---- pool2d -------------------------------------------------------------------------------------
@@ -385,11 +440,12 @@ namespace {
 
 struct pool_class {
     std::string name;
-    Shape x;
+    Shape x;  // as NCHW, whatever data_format
     std::string type;  // max or avg
     ints ksize, strides, paddings;
     bool global, ceil_mode, exclusive, adaptive;
     std::string padding_algorithm;
+    std::string data_format = "NCHW";
 };
 
 // pool2D_forward_naive in double (NCHW): paddings by padding_algorithm
@@ -573,29 +629,69 @@ TEST_CASE("Paddle's test_pool2d_op.py classes") {
         rows.push_back(c);
     }
 
-    CHECK(rows.size() == 69);
+    // ----------- test channel_last: a class of the tables above with
+    // data_format NHWC and X [N, H, W, C] (init_shape), named as Paddle's.
+    auto channel_last = [&](const std::string& parent, const std::string& name) {
+        pool_class c = find_class(rows, parent);
+        c.name = name;
+        c.data_format = "NHWC";
+        rows.push_back(c);
+    };
+    auto with_suffix = [&](const std::string& parent, const std::string& suffix, bool ceil_mode) {
+        pool_class c = derived(find_class(rows, parent), suffix);
+        c.ceil_mode = c.ceil_mode || ceil_mode;
+        rows.push_back(c);
+    };
+    for (const std::string asy : {"", "_AsyPadding"}) {
+        channel_last((asy.empty() ? "TestPool2D_Op" : "TestPool2D" + asy), "TestPool2D" + asy + "_channel_last");
+        for (const char* k : {"TestCase1", "TestCase2", "TestCase3", "TestCase4", "TestCase5"})
+            channel_last(k + asy, k + asy + "_channel_last");
+        for (const char* k : {"TestPool2D", "TestCase1", "TestCase2", "TestCase3", "TestCase4", "TestCase5"})
+            with_suffix(k + asy + "_channel_last", "CUDNNOp", false);
+        for (const char* k : {"TestPool2D", "TestCase1"}) with_suffix(k + asy + "_channel_last", "CUDNNOpCeilMode", true);
+        for (const char* k : {"TestCase1", "TestCase2"}) with_suffix(k + asy + "_channel_last", "CeilModeCast", true);
+        if (asy.empty()) {
+            channel_last("TestCase5_Max", "TestCase5_channel_last_Max");
+            with_suffix("TestCase5_channel_last_Max", "CUDNNOp", false);
+        }
+        for (const char* k : {"TestAvgInclude", "TestCUDNNAvgInclude", "TestAvgPoolAdaptive"})
+            channel_last(k + asy, k + asy + "_channel_last");
+    }
+    for (const auto& a : algs)
+        for (const char* k : {"TestPool2D", "TestCase1", "TestCase2", "TestCase3", "TestCase4", "TestCase5"}) {
+            pool_class c = derived(find_class(rows, std::string(k) + "_channel_last"), a.suffix);
+            c.paddings = a.paddings;
+            c.padding_algorithm = a.alg;
+            rows.push_back(c);
+        }
+
+    CHECK(rows.size() == 69 + 64);
     unsigned seed = 3000;
     for (const auto& c : rows) {
         INFO(c.name);
+        const bool nhwc = c.data_format == "NHWC";
         std::mt19937 g(seed++);
-        const auto xv = uniform_draws(g, c.x.numel(), 0, 1);
+        const auto xv = uniform_draws(g, c.x.numel(), 0, 1);  // NHWC: in that layout
         Shape want_shape;
-        const auto want = ref_pool(xv, c, want_shape);
+        auto want = ref_pool(nhwc ? channels_first(xv, c.x) : xv, c, want_shape);
+        if (nhwc) {
+            want = channels_last(want, want_shape);
+            want_shape = Shape{want_shape[0], want_shape[2], want_shape[3], want_shape[1]};
+        }
+        const Shape x_shape = nhwc ? Shape{c.x[0], c.x[2], c.x[3], c.x[1]} : c.x;
         Program p;
-        auto x = p.input<double>("x", c.x);
+        auto x = p.input<double>("x", x_shape);
         auto y = pool2d(x, Pool2d{c.type, c.ksize, c.strides, c.paddings, c.global, c.exclusive, c.adaptive, c.ceil_mode,
-                                  c.padding_algorithm});
+                                  c.padding_algorithm, c.data_format});
         REQUIRE(y.shape() == want_shape);
         Session<cpu> s(p);
-        const auto got = values_of<double>(s.eval({y}, {{x, tensor_of<double>(c.x, xv)}})[0]);
+        const auto got = values_of<double>(s.eval({y}, {{x, tensor_of<double>(x_shape, xv)}})[0]);
         if (c.type == "max")
             CHECK(got == want);
         else
             check_close(got, want, 1e-12);
     }
-    // Not ported: the *_CUDNNFp16Op and *_Fp16Op classes (no FP16 kernels);
-    // every *_channel_last class and the classes generated from them
-    // (data_format NHWC: dlgraph takes it since, but these are not ported
-    // yet; tests/test_conv.cpp checks NHWC against NCHW). Gradients (the avg
-    // classes' check_grad and TestCase5_Max's): tests/test_conv.cpp.
+    // Not ported: the *_CUDNNFp16Op and *_Fp16Op classes (no FP16 kernels).
+    // Gradients (the avg classes' check_grad and TestCase5_Max's):
+    // tests/test_conv.cpp, NHWC against NCHW there too.
 }
