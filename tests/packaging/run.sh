@@ -12,7 +12,7 @@ gen=()
 quiet() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log"; exit 1; }; }
 
 echo "== install"
-# (dlgraph::cuda is not installed yet: the package is the CPU library.)
+# The CPU library here; dlgraph::cuda and dlgraph::mpi from the main build: backends.sh.
 quiet cmake -S "$src" -B "$work/lib" -DDLGRAPH_BUILD_TESTS=OFF -DDLGRAPH_BUILD_EXAMPLES=OFF -DDLGRAPH_BUILD_TOOLS=OFF \
   -DDLGRAPH_CUDA=OFF
 # dlgraph::prebuilt, unoptimized (no build type): the -O0 path of simd.hpp
