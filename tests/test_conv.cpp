@@ -4,6 +4,7 @@
 // variant; gradients against central finite differences; shape inference
 // and its errors.
 #include <dlgraph/kernels/conv.hpp>
+#include <dlgraph/kernels/conv_gemm.hpp>
 #include <dlgraph/optimizer.hpp>
 
 #include "grad_check.hpp"
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <optional>
 #include <random>
 
@@ -371,6 +373,90 @@ TEST_CASE("im2col and col2im_add match a direct reference for random windows, wh
     CHECK(shifted > 500);
 }
 
+namespace {
+
+// A 64-byte aligned buffer of n elements, as the GEMM's workspaces are.
+template <class T> struct aligned_buffer {
+    T* p;
+    explicit aligned_buffer(std::int64_t n)
+        : p(static_cast<T*>(::operator new(std::size_t(std::max<std::int64_t>(n, 1)) * sizeof(T), std::align_val_t{64}))) {}
+    ~aligned_buffer() { ::operator delete(p, std::align_val_t{64}); }
+    aligned_buffer(const aligned_buffer&) = delete;
+    aligned_buffer& operator=(const aligned_buffer&) = delete;
+};
+
+// One random window of conv_shifted_serves' kind (stride 1, the output as
+// wide as the input, any top and bottom padding), m filters: the product
+// read from the image, in two strips of columns, against im2col and
+// gemm_prepacked_a_block, bit for bit. False when the draw does not serve.
+template <class T> bool shifted_product_matches(std::mt19937& rng, bool& served) {
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    kernels::window2d g;
+    g.c = draw(1, 7), g.h = draw(1, 9), g.w = draw(1, 40), g.kh = draw(1, 4), g.kw = draw(1, 4);
+    g.dh = draw(1, 2), g.dw = draw(1, 2);
+    const std::int64_t across = (g.kw - 1) * g.dw;
+    g.pl = draw(0, int(across)), g.pr = across - g.pl;
+    g.pt = draw(0, int((g.kh - 1) * g.dh + 1)), g.pb = draw(0, int((g.kh - 1) * g.dh + 1));
+    g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
+    served = g.oh > 0 && kernels::conv_shifted_serves<T>(g);
+    if (!served) return true;
+    const std::int64_t m = draw(1, 40), K = g.col_rows(), N = g.col_cols();
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<T> image(std::size_t(g.c * g.h * g.w)), filters(std::size_t(m * K)), col(std::size_t(K * N));
+    for (auto& v : image) v = T(u(rng));
+    for (auto& v : filters) v = T(u(rng));
+    kernels::im2col(g, image.data(), col.data());
+    aligned_buffer<T> packed(kernels::gemm_packed_a_size<T>(m, K));
+    kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.p);
+    const std::int64_t ws_size = kernels::gemm_prepacked_a_workspace_size<T>(N, K);
+    aligned_buffer<T> ws(ws_size);
+    std::vector<T> want(std::size_t(m * N), T(7)), got(want.size(), T(-7));
+    REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.p, col.data(), N, false, want.data(), N, 0, N,
+                                            ws.p, ws_size));
+    std::vector<std::int64_t> table(std::size_t(kernels::conv_shifted_tables_size<T>(g)));
+    const auto tables = kernels::conv_shifted_tables_make<T>(g, table.data());
+    const std::int64_t mid = N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>;
+    kernels::conv_shifted_product<T>(g, m, packed.p, tables, image.data(), got.data(), N, 0, mid);
+    kernels::conv_shifted_product<T>(g, m, packed.p, tables, image.data(), got.data(), N, mid, N);
+    const bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
+    if (!same)
+        MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
+                     << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr << " m " << m);
+    return same;
+}
+
+}  // namespace
+
+TEST_CASE("kernels::conv_shifted_product gives the bits of im2col and the packed GEMM, in strips of columns") {
+    if (!kernels::conv_shifted_built) {
+        MESSAGE("not built here (it needs AVX-512): convolutions take im2col");
+        return;
+    }
+    std::mt19937 rng(11);
+    int served = 0;
+    for (int it = 0; it < 1500; ++it) {
+        bool s32 = false, s64 = false;
+        REQUIRE(shifted_product_matches<float>(rng, s32));
+        REQUIRE(shifted_product_matches<double>(rng, s64));
+        served += s32 + s64;
+    }
+    CHECK(served > 2500);
+    // Where it does not serve: a stride, an output narrower than the input,
+    // the image as it is.
+    kernels::window2d g;
+    g.c = 2, g.h = g.w = 6, g.kh = g.kw = 3, g.pt = g.pl = g.pb = g.pr = 1, g.oh = g.ow = 6;
+    CHECK(kernels::conv_shifted_serves<float>(g));
+    kernels::window2d strided = g;
+    strided.sh = strided.sw = 2, strided.oh = strided.ow = 3;
+    CHECK_FALSE(kernels::conv_shifted_serves<float>(strided));
+    kernels::window2d valid = g;
+    valid.pt = valid.pl = valid.pb = valid.pr = 0, valid.oh = valid.ow = 4;
+    CHECK_FALSE(kernels::conv_shifted_serves<float>(valid));
+    kernels::window2d one = g;
+    one.kh = one.kw = 1, one.pt = one.pl = one.pb = one.pr = 0;
+    CHECK_FALSE(kernels::conv_shifted_serves<float>(one));
+}
+
 TEST_CASE("conv2d_grad writes only the wanted gradient") {
     Program p;
     auto x = p.input<double>("x", {1, 2, 4, 4});
@@ -499,10 +585,15 @@ TEST_CASE("conv2d, its gradients and pool2d give the same bits on one thread and
         auto x = p.parameter<float>("x", {batch, 4, 9, 9}, init::uniform(-1, 1, 2));
         auto f = p.parameter<float>("f", {6, 4, 3, 3}, init::uniform(-0.5, 0.5, 3));
         auto y = conv2d(x, f, Conv2d{.strides = {1, 2}, .paddings = {1, 1}});
-        auto loss = reduce_sum(max_pool2d(y * y, 2) + avg_pool2d(y, 2));
+        // A product that packs its filters, read from the image (stride 1,
+        // SAME), big enough for strips of columns on two threads at batch 1.
+        auto x2 = p.parameter<float>("x2", {batch, 16, 32, 32}, init::uniform(-1, 1, 4));
+        auto f2 = p.parameter<float>("f2", {32, 16, 3, 3}, init::uniform(-0.5, 0.5, 5));
+        auto y2 = conv2d(x2, f2, Conv2d{.paddings = {1, 1}});
+        auto loss = reduce_sum(max_pool2d(y * y, 2) + avg_pool2d(y, 2)) + reduce_sum(y2 * y2);
         auto grads = append_backward(loss);
-        REQUIRE(grads.size() == 2);
-        std::vector<TargetRef> targets{y, loss};
+        REQUIRE(grads.size() == 4);
+        std::vector<TargetRef> targets{y, y2, loss};
         for (auto& g : grads) targets.push_back(g.second);
         Session<cpu> one(p, SessionOptions{.threads = 1}), two(p, SessionOptions{.threads = 2});
         const auto a = one.eval(targets, std::vector<Feed>{});

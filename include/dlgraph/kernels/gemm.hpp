@@ -234,12 +234,22 @@ template <class T> void pack_b(view<T> B, std::int64_t kc, std::int64_t n, T* ou
 // Where a tile's operands are read: A's rows at k = 0 are a[0..R), and a
 // advances by `as` per k (mr in a packed panel; lda for a transposed A read
 // in place); B's columns at k = 0 are b[0..), advancing by `bs` (nr packed,
-// ldb in place).
+// ldb in place). The kernel reads B through b_rows(): load(v) is vector v
+// of the current row of B, next() moves to the next k (kernels/conv_gemm.hpp
+// has operands whose B is a convolution's column matrix, never written).
 template <class T> struct tile_operands {
     const T* a;
     std::int64_t as;
     const T* b;
     std::int64_t bs;
+
+    struct rows {
+        const T* p;
+        std::int64_t s;
+        batch<T> load(int v) const noexcept { return batch<T>::load_unaligned(p + v * W<T>); }
+        void next() noexcept { p += s; }
+    };
+    rows b_rows() const noexcept { return {b, bs}; }
 };
 
 // Stores the first n lanes of v at p (adding to what is there when acc).
@@ -267,8 +277,10 @@ template <class T> inline void store_first(T* p, const batch<T>& v, int n, bool 
 // padding). `rows` x `cols` of the tile are real and stored. Every element
 // of C is the same chain of multiply-adds over k whichever kernel computes
 // it and wherever its operands are read from.
-template <class T, int R, int NV = nv>
-void micro_kernel(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+// The operands are taken by reference (a struct passed by value goes
+// through memory, and loading it stalled on store forwarding once a tile).
+template <class T, int R, int NV = nv, class Operands = tile_operands<T>>
+void micro_kernel(std::int64_t kc, const Operands& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                   int cols) noexcept {
     // Every loop over r and v is unrolled before GCC's scalar replacement,
     // so s[][] lives in registers only: with the runtime `rows` as the
@@ -276,16 +288,17 @@ void micro_kernel(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t
     // k loop and reloaded (48 vector stores a tile, 3-4% at kc = 144).
     using B = batch<T>;
     const T* __restrict Ap = p.a;
-    const T* __restrict Bp = p.b;
+    const std::int64_t as = p.as;
+    auto Bk = p.b_rows();
     B s[R][NV];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) s[r][v] = B(T(0));
-    for (std::int64_t k = 0; k < kc; ++k, Ap += p.as, Bp += p.bs) {
+    for (std::int64_t k = 0; k < kc; ++k, Ap += as, Bk.next()) {
         B b[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) b[v] = B::load_unaligned(Bp + v * W<T>);
+        for (int v = 0; v < NV; ++v) b[v] = Bk.load(v);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             const B a(Ap[r]);
@@ -310,16 +323,16 @@ void micro_kernel(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t
 // Runs the kernel for a tile of `rows` x `cols` real elements: full height,
 // or the smallest of 2/3 or 1/3 of it that covers the rows; one vector wide
 // when the columns fit in one (N = 10 logits: 16 lanes computed, not 32).
-template <class T, int NV>
-void micro_tile_nv(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+template <class T, int NV, class Operands>
+void micro_tile_nv(std::int64_t kc, const Operands& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                    int cols) noexcept {
     constexpr int MR = mr<T>;
     if (rows > 2 * MR / 3) micro_kernel<T, MR, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
     else if (rows > MR / 3) micro_kernel<T, 2 * MR / 3, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
     else micro_kernel<T, MR / 3, NV>(kc, p, C, ldc, alpha, acc, rows, cols);
 }
-template <class T>
-void micro_tile(std::int64_t kc, const tile_operands<T>& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
+template <class T, class Operands = tile_operands<T>>
+void micro_tile(std::int64_t kc, const Operands& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                 int cols) noexcept {
     if (nv > 1 && cols <= W<T>) micro_tile_nv<T, 1>(kc, p, C, ldc, alpha, acc, rows, cols);
     else micro_tile_nv<T, nv>(kc, p, C, ldc, alpha, acc, rows, cols);
