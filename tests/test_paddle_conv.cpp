@@ -83,24 +83,21 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 
 // An NCHW tensor (shape nchw) from its NHWC values, and back: the
 // references are written for NCHW, as Paddle's transpose NHWC inputs to it.
-std::vector<double> channels_first(const std::vector<double>& x, const Shape& nchw) {
+std::vector<double> move_channels(const std::vector<double>& x, const Shape& nchw, bool to_first) {
     const std::int64_t N = nchw[0], C = nchw[1], HW = nchw[2] * nchw[3];
     std::vector<double> out(x.size());
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < C; ++c)
-            for (std::int64_t i = 0; i < HW; ++i)
-                out[static_cast<std::size_t>((n * C + c) * HW + i)] = x[static_cast<std::size_t>((n * HW + i) * C + c)];
+            for (std::int64_t i = 0; i < HW; ++i) {
+                const auto first = static_cast<std::size_t>((n * C + c) * HW + i);
+                const auto last = static_cast<std::size_t>((n * HW + i) * C + c);
+                if (to_first) out[first] = x[last];
+                else out[last] = x[first];
+            }
     return out;
 }
-std::vector<double> channels_last(const std::vector<double>& x, const Shape& nchw) {
-    const std::int64_t N = nchw[0], C = nchw[1], HW = nchw[2] * nchw[3];
-    std::vector<double> out(x.size());
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t c = 0; c < C; ++c)
-            for (std::int64_t i = 0; i < HW; ++i)
-                out[static_cast<std::size_t>((n * HW + i) * C + c)] = x[static_cast<std::size_t>((n * C + c) * HW + i)];
-    return out;
-}
+std::vector<double> channels_first(const std::vector<double>& x, const Shape& nchw) { return move_channels(x, nchw, true); }
+std::vector<double> channels_last(const std::vector<double>& x, const Shape& nchw) { return move_channels(x, nchw, false); }
 
 struct conv_class {
     std::string name;
