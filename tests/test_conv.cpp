@@ -388,11 +388,15 @@ template <class T> struct aligned_buffer {
 // One random window of conv_shifted_serves' kind (stride 1, the output as
 // wide as the input, any top and bottom padding), m filters: the product
 // read from the image, in two strips of columns, against im2col and
-// gemm_prepacked_a_block, bit for bit. False when the draw does not serve.
-template <class T> bool shifted_product_matches(std::mt19937& rng, bool& served) {
+// gemm_prepacked_a_block, bit for bit. `big`: 29 to 40 channels and a 3x3
+// window or larger (K past one k block of 256, so blocks start
+// mid-channel) and 100 to 250 filters (past one block of A's rows). False
+// when the draw does not serve.
+template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, bool& served) {
     auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
     kernels::window2d g;
-    g.c = draw(1, 7), g.h = draw(1, 9), g.w = draw(1, 40), g.kh = draw(1, 4), g.kw = draw(1, 4);
+    g.c = big ? draw(29, 40) : draw(1, 7), g.h = draw(1, big ? 5 : 9), g.w = draw(1, big ? 20 : 40);
+    g.kh = draw(big ? 3 : 1, 4), g.kw = draw(big ? 3 : 1, 4);  // big: K > 256, two k blocks or more
     g.dh = draw(1, 2), g.dw = draw(1, 2);
     const std::int64_t across = (g.kw - 1) * g.dw;
     g.pl = draw(0, int(across)), g.pr = across - g.pl;
@@ -400,7 +404,7 @@ template <class T> bool shifted_product_matches(std::mt19937& rng, bool& served)
     g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
     served = g.oh > 0 && kernels::conv_shifted_serves<T>(g);
     if (!served) return true;
-    const std::int64_t m = draw(1, 40), K = g.col_rows(), N = g.col_cols();
+    const std::int64_t m = big ? draw(100, 250) : draw(1, 40), K = g.col_rows(), N = g.col_cols();
     std::uniform_real_distribution<double> u(-1, 1);
     std::vector<T> image(std::size_t(g.c * g.h * g.w)), filters(std::size_t(m * K)), col(std::size_t(K * N));
     for (auto& v : image) v = T(u(rng));
@@ -413,8 +417,9 @@ template <class T> bool shifted_product_matches(std::mt19937& rng, bool& served)
     std::vector<T> want(std::size_t(m * N), T(7)), got(want.size(), T(-7));
     REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.p, col.data(), N, false, want.data(), N, 0, N,
                                             ws.p, ws_size));
-    std::vector<std::int64_t> table(std::size_t(kernels::conv_shifted_tables_size<T>(g)));
-    const auto tables = kernels::conv_shifted_tables_make<T>(g, table.data());
+    std::vector<std::int64_t> offsets(std::size_t(kernels::conv_shifted_offsets_size<T>(g)));
+    std::vector<std::uint32_t> masks(std::size_t(kernels::conv_shifted_masks_size<T>(g)));
+    const auto tables = kernels::conv_shifted_tables_make<T>(g, offsets.data(), masks.data());
     const std::int64_t mid = N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>;
     kernels::conv_shifted_product<T>(g, m, packed.p, tables, image.data(), got.data(), N, 0, mid);
     kernels::conv_shifted_product<T>(g, m, packed.p, tables, image.data(), got.data(), N, mid, N);
@@ -433,14 +438,17 @@ TEST_CASE("kernels::conv_shifted_product gives the bits of im2col and the packed
         return;
     }
     std::mt19937 rng(11);
-    int served = 0;
+    int served = 0, big = 0;
     for (int it = 0; it < 1500; ++it) {
         bool s32 = false, s64 = false;
-        REQUIRE(shifted_product_matches<float>(rng, s32));
-        REQUIRE(shifted_product_matches<double>(rng, s64));
+        const bool large = it % 50 == 0;
+        REQUIRE(shifted_product_matches<float>(rng, large, s32));
+        REQUIRE(shifted_product_matches<double>(rng, large, s64));
         served += s32 + s64;
+        big += large && (s32 || s64);
     }
     CHECK(served > 2500);
+    CHECK(big >= 20);
     // Where it does not serve: a stride, an output narrower than the input,
     // the image as it is.
     kernels::window2d g;

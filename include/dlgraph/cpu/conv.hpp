@@ -150,9 +150,11 @@ template <class T> bool takes_shifted_product(const conv_products& p, const conv
     return filters.packed && kernels::conv_shifted_serves<T>(p.win) &&
            p.in_group() * std::int64_t(sizeof(T)) <= shifted_image_bytes;
 }
-inline gemm_detail::workspace<std::int64_t>& shifted_tables_workspace() {
-    static thread_local gemm_detail::workspace<std::int64_t> ws;
-    return ws;
+template <class T> kernels::conv_shifted_tables shifted_tables(const kernels::window2d& g) {
+    static thread_local gemm_detail::workspace<std::int64_t> offsets;
+    static thread_local gemm_detail::workspace<std::uint32_t> masks;
+    return kernels::conv_shifted_tables_make<T>(g, offsets.get(kernels::conv_shifted_offsets_size<T>(g)),
+                                                masks.get(kernels::conv_shifted_masks_size<T>(g)));
 }
 
 // ---- NHWC (data_format): the NCHW kernels between two transposes ----------------------------
@@ -210,8 +212,7 @@ struct conv2d_op : ops::conv2d_op {
         T* y = out.data;
         const conv_filters<T> filters(p, f, false);
         if (takes_shifted_product(p, filters)) {
-            const auto tables = kernels::conv_shifted_tables_make<T>(
-                p.win, shifted_tables_workspace().get(kernels::conv_shifted_tables_size<T>(p.win)));
+            const auto tables = shifted_tables<T>(p.win);
             for_each_image(p.images, [&](std::int64_t n) {
                 for (std::int64_t g = 0; g < p.groups; ++g) shifted_product(p, filters, tables, x, y, n, g);
             });

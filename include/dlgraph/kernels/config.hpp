@@ -27,6 +27,17 @@
 #define DLGRAPH_SIMD 0
 #endif
 
+// DLGRAPH_UNROLL(n) before a loop unrolls it fully (up to n iterations)
+// where the build optimizes for speed, and does nothing at -Os, where code
+// size counts: the GEMM's micro-kernels unrolled took a Cortex-M4 model's
+// code from 7.7 to 9.9 KiB.
+#define DLGRAPH_PRAGMA(x) _Pragma(#x)
+#if defined(__OPTIMIZE_SIZE__)
+#define DLGRAPH_UNROLL(n)
+#else
+#define DLGRAPH_UNROLL(n) DLGRAPH_PRAGMA(GCC unroll n)
+#endif
+
 // Bytes of the portable vector type (DLGRAPH_SIMD == 0): 64 gives the same
 // lanes as AVX-512, so a portable build sums in the same order.
 #ifndef DLGRAPH_VECTOR_BYTES

@@ -33,8 +33,8 @@ inline constexpr bool conv_shifted_built = false;  // masked loads: AVX-512 only
 // (a 1x1 window with stride 1 and no padding is the image itself), and at
 // least one channel and output.
 template <class T> constexpr bool conv_shifted_serves(const window2d& g) noexcept {
-    return conv_shifted_built && simd_type<T> && conv_detail::shifted_rows(g) && !g.identity() && g.c > 0 &&
-           g.oh > 0 && g.ow > 0;
+    return conv_shifted_built && simd_type<T> && gemm_detail::nr<T> <= 32 && conv_detail::shifted_rows(g) &&
+           !g.identity() && g.c > 0 && g.oh > 0 && g.ow > 0;
 }
 
 // The tables of g's shifted product: per tap its offset in a channel's
@@ -45,24 +45,23 @@ struct conv_shifted_tables {
     const std::uint32_t* mask;   // [tiles][kh * kw]
 };
 
-// Elements of int64 that conv_shifted_tables_make needs for g.
-template <class T> constexpr std::int64_t conv_shifted_tables_size(const window2d& g) noexcept {
-    const std::int64_t taps = g.kh * g.kw, tiles = (g.col_cols() + gemm_detail::nr<T> - 1) / gemm_detail::nr<T>;
-    return taps + (tiles * taps + 1) / 2;
+// The lengths of the two tables for g: offsets, masks.
+template <class T> constexpr std::int64_t conv_shifted_offsets_size(const window2d& g) noexcept { return g.kh * g.kw; }
+template <class T> constexpr std::int64_t conv_shifted_masks_size(const window2d& g) noexcept {
+    return (g.col_cols() + gemm_detail::nr<T> - 1) / gemm_detail::nr<T> * g.kh * g.kw;
 }
-template <class T> conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* buf) noexcept {
-    static_assert(gemm_detail::nr<T> <= 32, "a tile's mask is 32 bits");
+// Fills them, for a window that conv_shifted_serves.
+template <class T>
+conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* offset, std::uint32_t* mask) noexcept {
     constexpr int NR = gemm_detail::nr<T>;
     const std::int64_t taps = g.kh * g.kw, ohw = g.col_cols();
-    std::int64_t* const offset = buf;
-    auto* const mask = reinterpret_cast<std::uint32_t*>(buf + taps);
     for (std::int64_t i = 0; i < g.kh; ++i)
         for (std::int64_t j = 0; j < g.kw; ++j) {
             const std::int64_t t = i * g.kw + j, dy = i * g.dh - g.pt, dx = j * g.dw - g.pl;
             offset[t] = dy * g.w + dx;
             for (std::int64_t j0 = 0; j0 < ohw; j0 += NR) {
                 std::uint32_t bits = 0;
-                for (int l = 0; l < NR && j0 + l < ohw; ++l) {
+                for (int l = 0; l < NR && l < 32 && j0 + l < ohw; ++l) {
                     const std::int64_t y = (j0 + l) / g.ow + dy, x = (j0 + l) % g.ow + dx;
                     if (y >= 0 && y < g.h && x >= 0 && x < g.w) bits |= std::uint32_t(1) << l;
                 }
@@ -117,8 +116,9 @@ template <class T> struct shifted_operands {
 
 // Columns [c0, c1) of C [m, ohw] (row stride ldc) = A x col, col being
 // im2col(g, image) (one group's channels of one image) and A (m x c * kh
-// * kw) as gemm_pack_a wrote it; c0 a multiple of gemm_nr<T>. Only where
-// conv_shifted_serves<T>(g), with `tables` from conv_shifted_tables_make.
+// * kw) as gemm_pack_a wrote it. Only where conv_shifted_serves<T>(g),
+// with `tables` from conv_shifted_tables_make; c0 must be a multiple of
+// gemm_nr<T> (a tile's mask is that of its place among all the tiles).
 template <class T>
 void conv_shifted_product(const window2d& g, std::int64_t m, const T* packed_a, const conv_shifted_tables& tables,
                           const T* image, T* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1) noexcept {

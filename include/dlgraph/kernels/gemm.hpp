@@ -282,42 +282,45 @@ template <class T> inline void store_first(T* p, const batch<T>& v, int n, bool 
 template <class T, int R, int NV = nv, class Operands = tile_operands<T>>
 void micro_kernel(std::int64_t kc, const Operands& p, T* C, std::int64_t ldc, T alpha, bool acc, int rows,
                   int cols) noexcept {
-    // Every loop over r and v is unrolled before GCC's scalar replacement,
-    // so s[][] lives in registers only: with the runtime `rows` as the
-    // epilogue's bound, s was zeroed on the stack, stored there after the
-    // k loop and reloaded (48 vector stores a tile, 3-4% at kc = 144).
+    // Every loop over r and v is unrolled before GCC's scalar replacement
+    // (DLGRAPH_UNROLL; not at -Os), so s[][] lives in registers only: with
+    // the runtime `rows` as the epilogue's bound, s was zeroed on the stack,
+    // stored there after the k loop and reloaded (48 vector stores a tile,
+    // 3-4% at kc = 144).
     using B = batch<T>;
     const T* __restrict Ap = p.a;
     const std::int64_t as = p.as;
     auto Bk = p.b_rows();
     B s[R][NV];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+    DLGRAPH_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+        DLGRAPH_UNROLL(4)
         for (int v = 0; v < NV; ++v) s[r][v] = B(T(0));
+    }
     for (std::int64_t k = 0; k < kc; ++k, Ap += as, Bk.next()) {
         B b[NV];
-#pragma GCC unroll 4
+        DLGRAPH_UNROLL(4)
         for (int v = 0; v < NV; ++v) b[v] = Bk.load(v);
-#pragma GCC unroll 16
+        DLGRAPH_UNROLL(16)
         for (int r = 0; r < R; ++r) {
             const B a(Ap[r]);
-#pragma GCC unroll 4
+            DLGRAPH_UNROLL(4)
             for (int v = 0; v < NV; ++v) s[r][v] = vm::fma(a, b[v], s[r][v]);
         }
     }
     const B al(alpha);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+    DLGRAPH_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+        if (r >= rows) break;
+        DLGRAPH_UNROLL(4)
         for (int v = 0; v < NV; ++v) {
-            if (r >= rows) continue;
             T* cp = C + r * ldc + v * W<T>;
             const B res = s[r][v] * al;
             const int n = std::min(cols - v * W<T>, W<T>);
             if (n == W<T>) (acc ? res + B::load_unaligned(cp) : res).store_unaligned(cp);
             else if (n > 0) store_first(cp, res, n, acc);
         }
+    }
 }
 
 // Runs the kernel for a tile of `rows` x `cols` real elements: full height,
