@@ -75,25 +75,18 @@ conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* of
 namespace gemm_detail {
 
 // A tile's operands where B is a convolution's column matrix read from the
-// image: the tile's first column is column j0, the k block starts at
-// channel ci0's tap t0. Row k + 1 is the next tap, or the next channel's
-// first after the last tap.
+// image. The cursor `b` starts at the tile's first column j0 and the k
+// block's first row, channel ci0's tap t; row k + 1 is the next tap, or
+// the next channel's first after the last tap.
 template <class T> struct shifted_operands {
-    const T* a;
-    std::int64_t as;
-    // The address of channel ci0's plane, plus j0 elements. Addresses are
-    // integers here: with the padding's lanes left out, a tap's run may
-    // start before the image or end after it.
-    std::uintptr_t image;
-    std::int64_t plane, taps, t0;  // plane: bytes of a channel
-    const std::int64_t* offset;
-    const std::uint32_t* mask;  // the tile's, per tap
-
     struct rows {
+        // The address of channel ci0's plane, plus j0 elements. Addresses
+        // are integers here: with the padding's lanes left out, a tap's
+        // run may start before the image or end after it.
         std::uintptr_t p;
-        std::int64_t plane, taps, t;
+        std::int64_t plane, taps, t;  // plane: bytes of a channel
         const std::int64_t* offset;
-        const std::uint32_t* mask;
+        const std::uint32_t* mask;  // the tile's, per tap
         batch<T> load(int v) const noexcept {  // vector v of tap t's run, 0 in the padding's lanes
             const unsigned bits = static_cast<unsigned>(mask[t] >> (v * W<T>));
             const auto at = reinterpret_cast<const void*>(
@@ -108,7 +101,10 @@ template <class T> struct shifted_operands {
             }
         }
     };
-    rows b_rows() const noexcept { return {image, plane, taps, t0, offset, mask}; }
+    const T* a;
+    std::int64_t as;
+    rows b;
+    rows b_rows() const noexcept { return b; }
 };
 
 }  // namespace gemm_detail
@@ -135,16 +131,12 @@ void conv_shifted_product(const window2d& g, std::int64_t m, const T* packed_a, 
             const T* const Ap = packed_a + packed_a_offset<T>(m, ic, kc, pc);
             for (std::int64_t jr = c0; jr < c1; jr += NR) {
                 const int cols = static_cast<int>(std::min<std::int64_t>(NR, c1 - jr));
+                const typename shifted_operands<T>::rows b{
+                    base + static_cast<std::uintptr_t>((pc / taps * plane + jr) * bytes), plane * bytes, taps, pc % taps,
+                    tables.offset, tables.mask + jr / NR * taps};
                 for (std::int64_t ir = 0; ir < mc; ir += MR) {
                     const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
-                    const shifted_operands<T> p{Ap + ir * kc,
-                                                MR,
-                                                base + static_cast<std::uintptr_t>((pc / taps * plane + jr) * bytes),
-                                                plane * bytes,
-                                                taps,
-                                                pc % taps,
-                                                tables.offset,
-                                                tables.mask + jr / NR * taps};
+                    const shifted_operands<T> p{Ap + ir * kc, MR, b};
                     micro_tile<T>(kc, p, C + (ic + ir) * ldc + jr, ldc, T(1), pc > 0, rows, cols);
                 }
             }
