@@ -7,12 +7,12 @@
 #include <dlgraph/kernels/conv_gemm.hpp>
 #include <dlgraph/optimizer.hpp>
 
+#include "aligned_buffer.hpp"
 #include "grad_check.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <new>
 #include <optional>
 #include <random>
 
@@ -375,16 +375,6 @@ TEST_CASE("im2col and col2im_add match a direct reference for random windows, wh
 
 namespace {
 
-// A 64-byte aligned buffer of n elements, as the GEMM's workspaces are.
-template <class T> struct aligned_buffer {
-    T* p;
-    explicit aligned_buffer(std::int64_t n)
-        : p(static_cast<T*>(::operator new(std::size_t(std::max<std::int64_t>(n, 1)) * sizeof(T), std::align_val_t{64}))) {}
-    ~aligned_buffer() { ::operator delete(p, std::align_val_t{64}); }
-    aligned_buffer(const aligned_buffer&) = delete;
-    aligned_buffer& operator=(const aligned_buffer&) = delete;
-};
-
 // One random window of conv_shifted_serves' kind (stride 1, the output as
 // wide as the input, any top and bottom padding), m filters: the product
 // read from the image, in two strips of columns, against im2col and
@@ -411,18 +401,18 @@ template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, boo
     for (auto& v : filters) v = T(u(rng));
     kernels::im2col(g, image.data(), col.data());
     aligned_buffer<T> packed(kernels::gemm_packed_a_size<T>(m, K));
-    kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.p);
+    kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.get());
     const std::int64_t ws_size = kernels::gemm_prepacked_a_workspace_size<T>(N, K);
     aligned_buffer<T> ws(ws_size);
     std::vector<T> want(std::size_t(m * N), T(7)), got(want.size(), T(-7));
-    REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.p, col.data(), N, false, want.data(), N, 0, N,
-                                            ws.p, ws_size));
+    REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.get(), col.data(), N, false, want.data(), N, 0, N,
+                                            ws.get(), ws_size));
     std::vector<std::int64_t> offsets(std::size_t(kernels::conv_shifted_offsets_size<T>(g)));
     std::vector<std::uint32_t> masks(std::size_t(kernels::conv_shifted_masks_size<T>(g)));
     const auto tables = kernels::conv_shifted_tables_make<T>(g, offsets.data(), masks.data());
     const std::int64_t mid = N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>;
-    kernels::conv_shifted_product<T>(g, m, packed.p, tables, image.data(), got.data(), N, 0, mid);
-    kernels::conv_shifted_product<T>(g, m, packed.p, tables, image.data(), got.data(), N, mid, N);
+    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid);
+    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N);
     const bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
     if (!same)
         MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","

@@ -19,24 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include "aligned_buffer.hpp"
+
 namespace {
 
 namespace k = dlgraph::kernels;
 template <std::int64_t N> using ic = std::integral_constant<std::int64_t, N>;
-
-// A 64-byte aligned buffer of n elements (a workspace or packed B).
-template <class T> struct aligned_buffer {
-    struct freer {
-        void operator()(T* p) const { ::operator delete(p, std::align_val_t{64}); }
-    };
-    std::unique_ptr<T[], freer> p;
-    std::int64_t n;
-    explicit aligned_buffer(std::int64_t count) : n(count) {
-        p.reset(static_cast<T*>(::operator new(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T),
-                                               std::align_val_t{64})));
-    }
-    T* get() const { return p.get(); }
-};
 
 template <class T> std::vector<T> rnd(std::int64_t n, std::uint64_t seed) {
     std::vector<T> v(static_cast<std::size_t>(n));
