@@ -382,7 +382,7 @@ namespace {
 // window or larger (K past one k block of 256, so blocks start
 // mid-channel) and 100 to 250 filters (past one block of A's rows). False
 // when the draw does not serve.
-template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, bool& served) {
+template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, bool& served, int& edges) {
     auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
     kernels::window2d g;
     g.c = big ? draw(29, 40) : draw(1, 7), g.h = draw(1, big ? 5 : 9), g.w = draw(1, big ? 20 : 40);
@@ -408,12 +408,22 @@ template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, boo
     REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.get(), col.data(), N, false, want.data(), N, 0, N,
                                             ws.get(), ws_size));
     std::vector<std::int64_t> offsets(std::size_t(kernels::conv_shifted_offsets_size<T>(g)));
-    std::vector<std::uint32_t> masks(std::size_t(kernels::conv_shifted_masks_size<T>(g)));
+    std::vector<std::uint16_t> masks(std::size_t(kernels::conv_shifted_masks_size<T>(g)));
     const auto tables = kernels::conv_shifted_tables_make<T>(g, offsets.data(), masks.data());
     const std::int64_t mid = N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>;
     kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid);
     kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N);
-    const bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
+    bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
+    if (kernels::conv_shifted_has_edge<T>(g)) {  // again, the last tile transposed
+        ++edges;
+        aligned_buffer<T> packed_t(kernels::gemm_packed_b_size<T>(K, m)), edge_ws(kernels::conv_shifted_edge_size<T>(g));
+        kernels::gemm_pack_b(true, K, m, filters.data(), K, packed_t.get());
+        std::fill(got.begin(), got.end(), T(-7));
+        const kernels::conv_shifted_edge<T> edge{packed_t.get(), edge_ws.get()};
+        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid, edge);
+        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N, edge);
+        same = same && std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
+    }
     if (!same)
         MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
                      << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr << " m " << m);
@@ -428,17 +438,18 @@ TEST_CASE("kernels::conv_shifted_product gives the bits of im2col and the packed
         return;
     }
     std::mt19937 rng(11);
-    int served = 0, big = 0;
+    int served = 0, big = 0, edges = 0;
     for (int it = 0; it < 1500; ++it) {
         bool s32 = false, s64 = false;
         const bool large = it % 50 == 0;
-        REQUIRE(shifted_product_matches<float>(rng, large, s32));
-        REQUIRE(shifted_product_matches<double>(rng, large, s64));
+        REQUIRE(shifted_product_matches<float>(rng, large, s32, edges));
+        REQUIRE(shifted_product_matches<double>(rng, large, s64, edges));
         served += s32 + s64;
         big += large && (s32 || s64);
     }
     CHECK(served > 2500);
     CHECK(big >= 20);
+    CHECK(edges > 1000);
     // Where it does not serve: a stride, an output narrower than the input,
     // the image as it is.
     kernels::window2d g;

@@ -3,8 +3,8 @@
 // conv_detail::shifted_rows case), row k of the column matrix, tap t of
 // channel ci, is the image itself shifted: col[k][j] = image[ci * h * w +
 // offset(t) + j] wherever that reads the image, 0 in the padding. The GEMM's
-// micro-kernel then reads B from the image, with a mask per tap and tile of
-// nr output columns that zeroes the padding's lanes (AVX-512's masked
+// micro-kernel then reads B from the image, with a mask per tap, tile of
+// nr output columns and vector that zeroes the padding's lanes (AVX-512's masked
 // loads, which do not touch the lanes they leave out). No column matrix is
 // written: im2col was a fifth of a 32 -> 64 channel 3x3 convolution on
 // 14x14.
@@ -33,40 +33,46 @@ inline constexpr bool conv_shifted_built = false;  // masked loads: AVX-512 only
 // (a 1x1 window with stride 1 and no padding is the image itself), and at
 // least one channel and output.
 template <class T> constexpr bool conv_shifted_serves(const window2d& g) noexcept {
-    return conv_shifted_built && simd_type<T> && gemm_detail::nr<T> <= 32 && conv_detail::shifted_rows(g) &&
+    return conv_shifted_built && simd_type<T> && gemm_detail::W<T> <= 16 && conv_detail::shifted_rows(g) &&
            !g.identity() && g.c > 0 && g.oh > 0 && g.ow > 0;
 }
 
 // The tables of g's shifted product: per tap its offset in a channel's
-// plane, and per tile of nr output columns and tap the bits of the tile's
-// columns that read the image (bit l: column tile * nr + l).
+// plane, and per tile of nr output columns, tap and vector of the tile the
+// bits of the vector's lanes that read the image (bit l: column tile * nr
+// + v * W + l), one 16-bit mask each, which the kernel loads straight
+// into a mask register.
 struct conv_shifted_tables {
     const std::int64_t* offset;  // [kh * kw]
-    const std::uint32_t* mask;   // [tiles][kh * kw]
+    const std::uint16_t* mask;   // [tiles][kh * kw][nv]
 };
 
 // The lengths of the two tables for g: offsets, masks.
 template <class T> constexpr std::int64_t conv_shifted_offsets_size(const window2d& g) noexcept { return g.kh * g.kw; }
 template <class T> constexpr std::int64_t conv_shifted_masks_size(const window2d& g) noexcept {
-    return (g.col_cols() + gemm_detail::nr<T> - 1) / gemm_detail::nr<T> * g.kh * g.kw;
+    return (g.col_cols() + gemm_detail::nr<T> - 1) / gemm_detail::nr<T> * g.kh * g.kw * gemm_detail::nv;
 }
 // Fills them, for a window that conv_shifted_serves.
 template <class T>
-conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* offset, std::uint32_t* mask) noexcept {
+conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* offset, std::uint16_t* mask) noexcept {
+    using gemm_detail::nv, gemm_detail::W;
     constexpr int NR = gemm_detail::nr<T>;
     const std::int64_t taps = g.kh * g.kw, ohw = g.col_cols();
     for (std::int64_t i = 0; i < g.kh; ++i)
         for (std::int64_t j = 0; j < g.kw; ++j) {
             const std::int64_t t = i * g.kw + j, dy = i * g.dh - g.pt, dx = j * g.dw - g.pl;
             offset[t] = dy * g.w + dx;
-            for (std::int64_t j0 = 0; j0 < ohw; j0 += NR) {
-                std::uint32_t bits = 0;
-                for (int l = 0; l < NR && l < 32 && j0 + l < ohw; ++l) {
-                    const std::int64_t y = (j0 + l) / g.ow + dy, x = (j0 + l) % g.ow + dx;
-                    if (y >= 0 && y < g.h && x >= 0 && x < g.w) bits |= std::uint32_t(1) << l;
+            for (std::int64_t j0 = 0; j0 < ohw; j0 += NR)
+                for (int v = 0; v < nv; ++v) {
+                    std::uint16_t bits = 0;
+                    for (int l = 0; l < W<T> && l < 16; ++l) {
+                        const std::int64_t col = j0 + v * W<T> + l;
+                        if (col >= ohw) break;
+                        const std::int64_t y = col / g.ow + dy, x = col % g.ow + dx;
+                        if (y >= 0 && y < g.h && x >= 0 && x < g.w) bits = std::uint16_t(bits | 1u << l);
+                    }
+                    mask[(j0 / NR * taps + t) * nv + v] = bits;
                 }
-                mask[j0 / NR * taps + t] = bits;
-            }
         }
     return {offset, mask};
 }
@@ -75,37 +81,126 @@ conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* of
 namespace gemm_detail {
 
 // A tile's operands where B is a convolution's column matrix read from the
-// image. The cursor `b` starts at the tile's first column j0 and the k
-// block's first row, channel ci0's tap t; row k + 1 is the next tap, or
-// the next channel's first after the last tap.
+// image: row k of the k block is tap t of channel c, k = (c - c0) * taps +
+// t - t0 from the block's first row, channel c0's tap t0. for_each_k walks
+// it a channel at a time, the taps of a 3x3 window unrolled, so each row's
+// offset and masks are loads at fixed places (no index kept per k).
 template <class T> struct shifted_operands {
-    struct rows {
-        // The address of channel ci0's plane, plus j0 elements. Addresses
-        // are integers here: with the padding's lanes left out, a tap's
-        // run may start before the image or end after it.
-        std::uintptr_t p;
-        std::int64_t plane, taps, t;  // plane: bytes of a channel
-        const std::int64_t* offset;
-        const std::uint32_t* mask;  // the tile's, per tap
-        batch<T> load(int v) const noexcept {  // vector v of tap t's run, 0 in the padding's lanes
-            const unsigned bits = static_cast<unsigned>(mask[t] >> (v * W<T>));
-            const auto at = reinterpret_cast<const void*>(
-                p + static_cast<std::uintptr_t>((offset[t] + v * W<T>) * std::int64_t(sizeof(T))));
-            if constexpr (std::is_same_v<T, float>) return _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits), at);
-            else return _mm512_maskz_loadu_pd(static_cast<__mmask8>(bits), at);
-        }
-        void next() noexcept {
-            if (++t == taps) {
-                t = 0;
-                p += static_cast<std::uintptr_t>(plane);
-            }
+    const T* a;  // a packed panel of A
+    static constexpr std::int64_t as = mr<T>;
+    // The address of channel c0's plane, plus the tile's first column j0.
+    // Addresses are integers here: with the padding's lanes left out, a
+    // tap's run may start before the image or end after it.
+    std::uintptr_t plane0;
+    std::int64_t plane, taps, t0;  // plane: bytes of a channel
+    const std::int64_t* offset;
+    const std::uint16_t* mask;  // the tile's, [tap][nv]
+
+    struct row {
+        std::uintptr_t p;  // the tap's run
+        const std::uint16_t* mask;
+        batch<T> load(int v) const noexcept {  // vector v of the run, 0 in the padding's lanes
+            const auto at = reinterpret_cast<const void*>(p + static_cast<std::uintptr_t>(v * W<T> * std::int64_t(sizeof(T))));
+            const __mmask16 m = _load_mask16(const_cast<__mmask16*>(mask + v));
+            if constexpr (std::is_same_v<T, float>) return _mm512_maskz_loadu_ps(m, at);
+            else return _mm512_maskz_loadu_pd(static_cast<__mmask8>(m), at);
         }
     };
-    const T* a;
-    std::int64_t as;
-    rows b;
-    rows b_rows() const noexcept { return b; }
+    row at(std::uintptr_t c, std::int64_t t) const noexcept {
+        return {c + static_cast<std::uintptr_t>(offset[t] * std::int64_t(sizeof(T))), mask + t * nv};
+    }
+    template <class F> DLGRAPH_ALWAYS_INLINE void for_each_k(std::int64_t kc, F&& f) const noexcept {
+        std::uintptr_t c = plane0;
+        const auto step = static_cast<std::uintptr_t>(plane);
+        std::int64_t k = 0, t = t0;
+        if (t > 0) {  // the rest of the first channel
+            for (; t < taps && k < kc; ++t, ++k) f(at(c, t));
+            c += step;
+        }
+        if (taps == 9)
+            for (; k + 9 <= kc; k += 9, c += step) {
+                DLGRAPH_UNROLL(9)
+                for (int u = 0; u < 9; ++u) f(at(c, u));
+            }
+        else
+            for (; k + taps <= kc; k += taps, c += step)
+                for (std::int64_t u = 0; u < taps; ++u) f(at(c, u));
+        for (t = 0; k < kc; ++k, ++t) f(at(c, t));  // the first taps of the last channel
+    }
 };
+
+}  // namespace gemm_detail
+#endif
+
+// The last tile of columns, where it is at most one vector wide (196 =
+// 6 x 32 + 4 output columns of a 14 x 14 image), can be computed transposed:
+// C[:, e0:c1]^T = col[:, e0:c1]^T x A^T, the few columns' pixels
+// broadcast and the filters as vectors, where the tile as it is would
+// broadcast every filter for a vector of a few live lanes (4 columns of
+// 64 filters took 8% of that convolution's time). Each element is the
+// same chain of multiply-adds in the same k blocks, so the same bits.
+// A^T comes packed as gemm_pack_b(true, K, m, A, K, ...) writes it; the
+// workspace holds conv_shifted_edge_size<T>(g) elements, 64-byte aligned.
+template <class T> struct conv_shifted_edge {
+    const T* packed_at = nullptr;  // null: the last tile as it is
+    T* workspace = nullptr;
+};
+// Whether g's product has such a tile.
+template <class T> constexpr bool conv_shifted_has_edge(const window2d& g) noexcept {
+    const std::int64_t rest = g.col_cols() % gemm_detail::nr<T>;
+    return rest > 0 && rest <= gemm_detail::W<T>;
+}
+template <class T> constexpr std::int64_t conv_shifted_edge_size(const window2d& g) noexcept {
+    using namespace gemm_detail;
+    return round_up(k_block(g.col_rows()) * mr<T>, 64 / sizeof(T)) + mr<T> * nr<T>;
+}
+
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+namespace gemm_detail {
+
+// Block [pc, pc + kc) of the edge columns [e0, c1) of C (m rows, ldc),
+// transposed as conv_shifted_edge says; acc: add to C.
+template <class T>
+void shifted_edge_block(const window2d& g, std::int64_t m, const conv_shifted_tables& tables, const T* image,
+                        const conv_shifted_edge<T>& edge, std::int64_t pc, std::int64_t kc, T* C, std::int64_t ldc,
+                        std::int64_t e0, std::int64_t c1, bool acc) noexcept {
+    constexpr int MR = mr<T>, NR = nr<T>;
+    static_assert(MR <= 16 && (std::is_same_v<T, float> || MR == 12), "a chunk is at most a mask of 16 lanes");
+    const std::int64_t K = g.col_rows(), taps = g.kh * g.kw, plane = g.h * g.w;
+    T* const col = edge.workspace;  // [kc][MR]: the chunk's pixels, k by k
+    T* const tile = col + round_up(k_block(K) * MR, 64 / sizeof(T));  // [MR][NR]: a tile of C^T
+    const std::uint16_t* mask = tables.mask + e0 / NR * taps * nv;  // the edge's tile
+    for (std::int64_t p0 = e0; p0 < c1; p0 += MR) {
+        const int px = static_cast<int>(std::min<std::int64_t>(MR, c1 - p0));
+        // The chunk's lanes of the edge's first vector (the edge is at most
+        // one vector wide), read as the tile would read them, then stored
+        // as the k-th row of the chunk's panel.
+        const unsigned lanes = (1u << px) - 1u, keep = (1u << MR) - 1u;
+        for (std::int64_t k = 0; k < kc; ++k) {
+            const std::int64_t t = (pc + k) % taps, run = (pc + k) / taps * plane + tables.offset[t] + p0;
+            const unsigned bits = (unsigned(mask[t * nv]) >> (p0 - e0)) & lanes;
+            const auto at = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(image) +
+                                                          static_cast<std::uintptr_t>(run * std::int64_t(sizeof(T))));
+            if constexpr (std::is_same_v<T, float>)
+                _mm512_mask_storeu_ps(col + k * MR, static_cast<__mmask16>(keep),
+                                      _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits), at));
+            else {  // MR = 12 doubles: the first vector's 8 lanes, then 4 zeros
+                _mm512_storeu_pd(col + k * MR, _mm512_maskz_loadu_pd(static_cast<__mmask8>(bits), at));
+                _mm256_storeu_pd(col + k * MR + 8, _mm256_setzero_pd());
+            }
+        }
+        for (std::int64_t j0 = 0; j0 < m; j0 += NR) {
+            const std::int64_t jc = j0 / nc_block<T> * nc_block<T>, nc = std::min(nc_block<T>, m - jc);
+            const T* b = edge.packed_at + packed_b_offset<T>(K, jc, nc, pc) + (j0 - jc) * kc;
+            const int filters = static_cast<int>(std::min<std::int64_t>(NR, m - j0));
+            micro_tile<T>(kc, tile_operands<T>{col, MR, b, NR}, tile, NR, T(1), false, px, filters);
+            for (int j = 0; j < filters; ++j) {
+                T* out = C + (j0 + j) * ldc + p0;
+                for (int r = 0; r < px; ++r) out[r] = acc ? tile[r * NR + j] + out[r] : tile[r * NR + j];
+            }
+        }
+    }
+}
 
 }  // namespace gemm_detail
 #endif
@@ -115,35 +210,49 @@ template <class T> struct shifted_operands {
 // * kw) as gemm_pack_a wrote it. Only where conv_shifted_serves<T>(g),
 // with `tables` from conv_shifted_tables_make; c0 must be a multiple of
 // gemm_nr<T> (a tile's mask is that of its place among all the tiles).
+// With `edge` (where conv_shifted_has_edge), the last tile transposed.
 template <class T>
 void conv_shifted_product(const window2d& g, std::int64_t m, const T* packed_a, const conv_shifted_tables& tables,
-                          const T* image, T* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1) noexcept {
+                          const T* image, T* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1,
+                          const conv_shifted_edge<T>& edge = {}) noexcept {
 #if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
     using namespace gemm_detail;
     constexpr int MR = mr<T>, NR = nr<T>;
     const std::int64_t K = g.col_rows(), kc_max = k_block(K), taps = g.kh * g.kw, plane = g.h * g.w;
     const std::int64_t bytes = sizeof(T);
     const auto base = reinterpret_cast<std::uintptr_t>(image);
+    // Where the columns end in a narrow tile taken transposed, the tiles stop before it.
+    const std::int64_t e0 = (c1 - c0) % NR != 0 && (c1 - c0) % NR <= W<T> && edge.packed_at && edge.workspace
+                                ? c1 - (c1 - c0) % NR
+                                : c1;
     for (std::int64_t pc = 0; pc < K; pc += kc_max) {
         const std::int64_t kc = std::min(kc_max, K - pc);
         for (std::int64_t ic = 0; ic < m; ic += mc_block<T>) {
             const std::int64_t mc = std::min(mc_block<T>, m - ic);
             const T* const Ap = packed_a + packed_a_offset<T>(m, ic, kc, pc);
-            for (std::int64_t jr = c0; jr < c1; jr += NR) {
-                const int cols = static_cast<int>(std::min<std::int64_t>(NR, c1 - jr));
-                const typename shifted_operands<T>::rows b{
-                    base + static_cast<std::uintptr_t>((pc / taps * plane + jr) * bytes), plane * bytes, taps, pc % taps,
-                    tables.offset, tables.mask + jr / NR * taps};
-                for (std::int64_t ir = 0; ir < mc; ir += MR) {
-                    const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
-                    const shifted_operands<T> p{Ap + ir * kc, MR, b};
+            // A panel at a time across the tiles: the panel stays in L1
+            // while the image's lines stream by (64 -> 64 channels on
+            // 56x56 ran 5-10% faster so than a tile at a time across the
+            // panels; 32 -> 64 on 14x14, whose image stays in L1, alike).
+            for (std::int64_t ir = 0; ir < mc; ir += MR) {
+                const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
+                for (std::int64_t jr = c0; jr < e0; jr += NR) {
+                    const int cols = static_cast<int>(std::min<std::int64_t>(NR, e0 - jr));
+                    const shifted_operands<T> p{Ap + ir * kc,
+                                                base + static_cast<std::uintptr_t>((pc / taps * plane + jr) * bytes),
+                                                plane * bytes,
+                                                taps,
+                                                pc % taps,
+                                                tables.offset,
+                                                tables.mask + jr / NR * taps * nv};
                     micro_tile<T>(kc, p, C + (ic + ir) * ldc + jr, ldc, T(1), pc > 0, rows, cols);
                 }
             }
         }
+        if (e0 < c1) shifted_edge_block(g, m, tables, image, edge, pc, kc, C, ldc, e0, c1, pc > 0);
     }
 #else
-    (void)g, (void)m, (void)packed_a, (void)tables, (void)image, (void)C, (void)ldc, (void)c0, (void)c1;
+    (void)g, (void)m, (void)packed_a, (void)tables, (void)image, (void)C, (void)ldc, (void)c0, (void)c1, (void)edge;
 #endif
 }
 
