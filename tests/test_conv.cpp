@@ -466,6 +466,56 @@ TEST_CASE("kernels::conv_shifted_product gives the bits of im2col and the packed
     CHECK_FALSE(kernels::conv_shifted_serves<float>(one));
 }
 
+TEST_CASE("kernels::conv_packed_columns packs col^T as im2col and gemm_pack_b do") {
+    if (!kernels::conv_shifted_built) {
+        MESSAGE("not built here (it needs AVX-512): Filter@GRAD takes im2col");
+        return;
+    }
+    // Random windows of conv_shifted_serves' kind; every hundredth with 440-470
+    // channels, so that the packed matrix has two blocks of columns (4096 each).
+    std::mt19937 rng(17);
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    int served = 0, wide = 0, deep = 0;
+    for (int it = 0; it < 3000; ++it) {
+        const bool big = it % 100 == 0;
+        kernels::window2d g;
+        g.c = big ? draw(440, 470) : draw(1, 40), g.h = draw(1, big ? 4 : 12), g.w = draw(1, big ? 6 : 40);
+        g.kh = big ? 3 : draw(1, 4), g.kw = big ? 3 : draw(1, 4), g.dh = draw(1, 2), g.dw = draw(1, 2);
+        const std::int64_t across = (g.kw - 1) * g.dw;
+        g.pl = draw(0, int(across)), g.pr = across - g.pl;
+        g.pt = draw(0, int((g.kh - 1) * g.dh + 1)), g.pb = draw(0, int((g.kh - 1) * g.dh + 1));
+        g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
+        if (g.oh <= 0 || !kernels::conv_packs_columns<float>(g)) continue;
+        ++served;
+        const std::int64_t K = g.col_cols(), N = g.col_rows(), size = kernels::gemm_packed_b_size<float>(K, N);
+        wide += N > 4096, deep += K > 256;
+        std::uniform_real_distribution<float> u(-1, 1);
+        std::vector<float> image(std::size_t(g.c * g.h * g.w)), col(std::size_t(K * N));
+        for (auto& v : image) v = u(rng);
+        kernels::im2col(g, image.data(), col.data());
+        aligned_buffer<float> want(size), got(size);
+        std::fill(want.get(), want.get() + size, 7.0f);
+        std::fill(got.get(), got.get() + size, -7.0f);
+        kernels::gemm_pack_b(true, K, N, col.data(), K, want.get());
+        kernels::conv_packed_columns<float>(g, image.data(), got.get());
+        const bool same = std::memcmp(want.get(), got.get(), std::size_t(size) * sizeof(float)) == 0;
+        if (!same)
+            MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
+                         << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr);
+        REQUIRE(same);
+    }
+    CHECK(served > 2000);
+    CHECK(wide >= 10);
+    CHECK(deep > 100);
+    // Not for FP64, nor for fewer rows than a panel (one channel of a 3x3 window).
+    kernels::window2d g;
+    g.c = 4, g.h = g.w = 6, g.kh = g.kw = 3, g.pt = g.pl = g.pb = g.pr = 1, g.oh = g.ow = 6;
+    CHECK(kernels::conv_packs_columns<float>(g));
+    CHECK_FALSE(kernels::conv_packs_columns<double>(g));
+    g.c = 1;
+    CHECK_FALSE(kernels::conv_packs_columns<float>(g));
+}
+
 TEST_CASE("conv2d_grad writes only the wanted gradient") {
     Program p;
     auto x = p.input<double>("x", {1, 2, 4, 4});

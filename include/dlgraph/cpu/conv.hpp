@@ -276,6 +276,18 @@ template <class T> inline gemm_detail::workspace<T>& partials_workspace() {
     return ws;
 }
 
+// Where Filter@GRAD's product takes col^T packed from the image
+// (kernels::conv_packed_columns: no column matrix, the same bits), for a
+// chunk of p's window: the product would pack it (gemm_prepack_pays) and
+// the kernel core packs it so. In the running thread's workspace.
+template <class T> bool packs_columns(const conv_products& p, const kernels::window2d& chunk) {
+    return !p.win.identity() && gemm_prepack_pays(p.mg) && kernels::conv_packs_columns<T>(chunk);
+}
+template <class T> inline gemm_detail::workspace<T>& packed_columns_workspace() {
+    static thread_local gemm_detail::workspace<T> ws;
+    return ws;
+}
+
 // Input@GRAD_g = col2im(Filter_g^T x Output@GRAD_g); Filter@GRAD_g = sum
 // over images of Output@GRAD_g x col^T.
 // NHWC: Input and Output@GRAD transposed into workspaces 0 and 2,
@@ -324,9 +336,18 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
                 for (std::int64_t n0 = images * k / parts, n = n0, e = images * (k + 1) / parts; n < e; ++n)
                     for (std::int64_t g = 0; g < p.groups; ++g)
                         p.for_each_chunk<T>([&](const kernels::window2d& chunk, std::int64_t y0) {
+                            const T* const dyg = p.output(dy, n, g) + y0 * chunk.ow;
+                            const std::int64_t cols = chunk.col_cols();
+                            if (packs_columns<T>(p, chunk)) {  // col^T packed from the image: no column matrix
+                                T* const packed = packed_columns_workspace<T>().get(
+                                    kernels::gemm_packed_b_size<T>(cols, p.kk));
+                                kernels::conv_packed_columns<T>(chunk, p.image(xd, n, g), packed);
+                                return gemm_prepacked<T>(false, p.mg, p.kk, cols, T(1), dyg, p.ohw, packed,
+                                                         n > n0 || y0 > 0, p.filter(out, g), p.kk);
+                            }
                             const auto [col, ld] = p.columns(xd, n, g, chunk, y0, ws);
-                            gemm<T>(false, true, p.mg, p.kk, chunk.col_cols(), T(1), p.output(dy, n, g) + y0 * chunk.ow,
-                                    p.ohw, col, ld, n > n0 || y0 > 0, p.filter(out, g), p.kk);
+                            gemm<T>(false, true, p.mg, p.kk, cols, T(1), dyg, p.ohw, col, ld, n > n0 || y0 > 0,
+                                    p.filter(out, g), p.kk);
                         });
             });
             for (std::int64_t k = 1; k < parts; ++k) {
