@@ -302,6 +302,54 @@ TEST_CASE("conv2d and its gradients match the reference where the column matrix 
     }
 }
 
+TEST_CASE("conv2d and its gradients match the reference where they read the image itself") {
+    // Stride 1, an output as wide as the input and 8 or more channels (and
+    // filters) per group: the forward reads its column matrix from the
+    // image (kernels::conv_shifted_product, the last narrow tile
+    // transposed), Filter@GRAD packs col^T from the image and Input@GRAD is
+    // the adjoint convolution of Output@GRAD. Extra top or bottom padding
+    // (an output taller or shorter than the input), asymmetric left and
+    // right padding, dilation, groups; on one thread and two.
+    const conv_variant variants[] = {
+        {"3x3, padding 1, 196 columns", {2, 32, 14, 14}, {64, 32, 3, 3}, {{1, 1}, {1, 1}}},
+        {"dilation 2, paddings 3, 1 / 1, 3", {2, 12, 9, 11}, {20, 12, 3, 3}, {{1, 1}, {3, 1, 1, 3}, {2, 2}}},
+        {"5x3, groups 2, paddings 0, 4 / 2, 0", {1, 16, 7, 13}, {24, 8, 5, 3}, {{1, 1}, {0, 4, 2, 0}, {1, 1}, 2}},
+        {"SAME 4x4, 9 channels", {3, 9, 6, 17}, {10, 9, 4, 4}, {{1, 1}, {0, 0}, {1, 1}, 1, "SAME"}},
+    };
+    unsigned seed = 400;
+    for (const conv_variant& v : variants) {
+        INFO(std::string(v.name));
+        const auto x = random4(v.x, seed++), f = random4(v.f, seed++);
+        const auto want = conv_reference(x, f, v.o);
+        const dims4 ys{std::int64_t(want.shape()[0]), std::int64_t(want.shape()[1]), std::int64_t(want.shape()[2]),
+                       std::int64_t(want.shape()[3])};
+        CHECK(ys[3] == v.x[3]);  // as wide as the input
+        const auto dy = random4(ys, seed++);
+        const auto [dx, df] = conv_grad_reference(x, f, dy, v.o);
+        auto run = [&]<class T>(T, double tol, int threads) {
+            INFO("threads " << threads << ", " << (sizeof(T) == 4 ? "FP32" : "FP64"));
+            Program p;
+            auto xv = p.input<T>("x", Shape(v.x.begin(), v.x.end()));
+            auto fv = p.input<T>("f", Shape(v.f.begin(), v.f.end()));
+            p.input<T>("dy", Shape(ys.begin(), ys.end()));
+            auto y = conv2d(xv, fv, v.o);
+            std::vector<std::vector<std::string>> names;
+            p.append("conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"dy"}}},
+                     {{"Input@GRAD", 1}, {"Filter@GRAD", 1}}, p.desc().blocks[0].ops[0].attrs, &names);
+            Session<cpu> s(p, SessionOptions{.threads = threads});
+            const auto got = s.eval({TargetRef(y), TargetRef(names[0][0]), TargetRef(names[1][0])},
+                                    {{"x", tensor_of<T>(x)}, {"f", tensor_of<T>(f)}, {"dy", tensor_of<T>(dy)}});
+            check_close<T>(got[0], want, tol);
+            check_close<T>(got[1], dx, tol);
+            check_close<T>(got[2], df, tol);
+        };
+        for (int threads : {1, 2}) {
+            run(0.0f, 2e-5, threads);
+            run(0.0, 1e-12, threads);
+        }
+    }
+}
+
 TEST_CASE("im2col and col2im_add match a direct reference for random windows, whole and a few output rows at a time") {
     // Integer values, so that the sums are exact whatever their order; a
     // third of the windows SAME with stride 1 (the shifted-run paths).

@@ -58,6 +58,22 @@ struct conv_products {
         out_image = f[0] * ohw;
     }
     std::int64_t in_group() const { return win.c * win.h * win.w; }
+    // With stride 1 and the output as wide as the input, Input@GRAD is
+    // itself such a convolution: of Output@GRAD (mg channels, oh x ow) with
+    // the filters flipped and their two channel axes swapped (adjoint_filters),
+    // paddings (k - 1) * d - p, to an output of h x w. These are its
+    // products (Output@GRAD as the input, Input@GRAD as the output).
+    bool has_adjoint() const { return win.sh == 1 && win.sw == 1 && win.ow == win.w && !win.identity(); }
+    conv_products adjoint() const {
+        conv_products q = *this;
+        kernels::window2d& a = q.win;
+        a.c = mg, a.h = win.oh, a.w = win.ow, a.oh = win.h, a.ow = win.w;
+        a.pt = (win.kh - 1) * win.dh - win.pt, a.pb = (win.kh - 1) * win.dh - win.pb;
+        a.pl = (win.kw - 1) * win.dw - win.pl, a.pr = (win.kw - 1) * win.dw - win.pr;
+        q.mg = win.c, q.kk = a.col_rows(), q.ohw = a.col_cols();
+        q.in_image = out_image, q.out_image = in_image;
+        return q;
+    }
     // Output rows per chunk: all of them for a 1x1 window, which reads the
     // image as it is.
     template <class T> std::int64_t chunk_rows() const {
@@ -149,6 +165,23 @@ template <class T> struct shifted_edge_filters {
 template <class T> T* shifted_edge_workspace(const kernels::window2d& g) {
     static thread_local gemm_detail::workspace<T> ws;
     return ws.get(kernels::conv_shifted_edge_size<T>(g));
+}
+
+// The adjoint's filters (conv_products::adjoint), every group's
+// [channels, mg * kh * kw]: entry (c, (m, t)) is Filter[m][c][taps - 1 - t],
+// in the calling thread's workspace.
+template <class T> const T* adjoint_filters(const conv_products& p, const T* f) {
+    static thread_local gemm_detail::workspace<T> ws;
+    const std::int64_t taps = p.win.kh * p.win.kw, cg = p.win.c, per_group = cg * p.mg * taps;
+    T* const out = ws.get(std::max<std::int64_t>(p.groups * per_group, 1));
+    for (std::int64_t g = 0; g < p.groups; ++g)
+        for (std::int64_t m = 0; m < p.mg; ++m) {
+            const T* const fm = p.filter(f, g) + m * p.kk;
+            for (std::int64_t c = 0; c < cg; ++c)
+                for (std::int64_t t = 0; t < taps; ++t)
+                    out[g * per_group + c * p.mg * taps + m * taps + t] = fm[c * taps + taps - 1 - t];
+        }
+    return out;
 }
 
 // The forward product of image n's group g read from the image itself
@@ -288,8 +321,31 @@ template <class T> inline gemm_detail::workspace<T>& packed_columns_workspace() 
     return ws;
 }
 
-// Input@GRAD_g = col2im(Filter_g^T x Output@GRAD_g); Filter@GRAD_g = sum
-// over images of Output@GRAD_g x col^T.
+// Input@GRAD as the convolution of Output@GRAD (dy, NCHW) with the
+// adjoint's filters, read from Output@GRAD itself (no column matrix, no
+// col2im), where the forward would take that path for the adjoint; false
+// where not (nothing written). Other bits than col2im's: each element is
+// one chain of multiply-adds over (m, tap), not the sum of a chain per tap.
+template <class T>
+bool input_grad_by_adjoint(const conv_products& p, const T* f, const T* dy, Tensor& dinput, const Shape& xs, bool cl) {
+    if (!p.has_adjoint() || p.images == 0) return false;
+    const conv_products q = p.adjoint();
+    const T* const fa = adjoint_filters(p, f);
+    const conv_filters<T> filters(q, fa, false);
+    if (!takes_shifted_product(q, filters)) return false;
+    const nchw_output<T> out(dinput, xs, cl, 3);
+    const auto tables = shifted_tables<T>(q.win);
+    const shifted_edge_filters<T> edge(q, fa);
+    for_each_image(q.images, [&](std::int64_t n) {
+        for (std::int64_t g = 0; g < q.groups; ++g) shifted_product(q, filters, edge, tables, dy, out.data, n, g);
+    });
+    out.finish();
+    return true;
+}
+
+// Input@GRAD_g = col2im(Filter_g^T x Output@GRAD_g), or the adjoint's
+// product (input_grad_by_adjoint); Filter@GRAD_g = sum over images of
+// Output@GRAD_g x col^T.
 // NHWC: Input and Output@GRAD transposed into workspaces 0 and 2,
 // Input@GRAD computed in workspace 3.
 struct conv2d_grad_op : ops::conv2d_grad_op {
@@ -303,7 +359,7 @@ struct conv2d_grad_op : ops::conv2d_grad_op {
         const T* dy = cl ? nhwc_to_nchw(c.in(DOutput).data<T>(), ops::as_nchw(c.in(DOutput).shape(), cl), 2)
                          : c.in(DOutput).data<T>();
         const T* f = c.in(Filter).data<T>();
-        if (c.out_count(DInput)) {
+        if (c.out_count(DInput) && !input_grad_by_adjoint(p, f, dy, c.out(DInput), xs, cl)) {
             const nchw_output<T> out(c.out(DInput), xs, cl, 3);
             T* dx = out.data;
             const conv_filters<T> filters(p, f, true);
