@@ -459,17 +459,18 @@ template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, boo
     std::vector<std::uint16_t> masks(std::size_t(kernels::conv_shifted_masks_size<T>(g)));
     const auto tables = kernels::conv_shifted_tables_make<T>(g, offsets.data(), masks.data());
     const std::int64_t mid = N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>;
-    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid);
-    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N);
+    aligned_buffer<T> work(kernels::conv_shifted_workspace_size<T>(g));
+    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid, work.get());
+    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N, work.get());
     bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
     if (kernels::conv_shifted_has_edge<T>(g)) {  // again, the last tile transposed
         ++edges;
-        aligned_buffer<T> packed_t(kernels::gemm_packed_b_size<T>(K, m)), edge_ws(kernels::conv_shifted_edge_size<T>(g));
+        aligned_buffer<T> packed_t(kernels::gemm_packed_b_size<T>(K, m));
         kernels::gemm_pack_b(true, K, m, filters.data(), K, packed_t.get());
         std::fill(got.begin(), got.end(), T(-7));
-        const kernels::conv_shifted_edge<T> edge{packed_t.get(), edge_ws.get()};
-        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid, edge);
-        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N, edge);
+        const T* at = packed_t.get();
+        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid, work.get(), at);
+        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N, work.get(), at);
         same = same && std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
     }
     if (!same)

@@ -161,10 +161,10 @@ template <class T> struct shifted_edge_filters {
         packed = out;
     }
 };
-// The running thread's workspace for the edge tile.
-template <class T> T* shifted_edge_workspace(const kernels::window2d& g) {
+// The running thread's workspace for kernels::conv_shifted_product.
+template <class T> T* shifted_workspace(const kernels::window2d& g) {
     static thread_local gemm_detail::workspace<T> ws;
-    return ws.get(kernels::conv_shifted_edge_size<T>(g));
+    return ws.get(kernels::conv_shifted_workspace_size<T>(g));
 }
 
 // The adjoint's filters (conv_products::adjoint), every group's
@@ -191,11 +191,9 @@ template <class T>
 void shifted_product(const conv_products& p, const conv_filters<T>& filters, const shifted_edge_filters<T>& edge,
                      const kernels::conv_shifted_tables& tables, const T* x, T* y, std::int64_t n, std::int64_t g) {
     gemm_detail::for_each_strip(p.ohw, kernels::gemm_nr<T>, p.mg, p.ohw, p.kk, [&](std::int64_t c0, std::int64_t c1) {
-        const kernels::conv_shifted_edge<T> e{
-            edge.packed ? edge.packed + g * edge.packed_group : nullptr,
-            edge.packed && c1 == p.ohw ? shifted_edge_workspace<T>(p.win) : nullptr};
         kernels::conv_shifted_product<T>(p.win, p.mg, filters.packed + g * filters.packed_group, tables, p.image(x, n, g),
-                                         p.output(y, n, g), p.ohw, c0, c1, e);
+                                         p.output(y, n, g), p.ohw, c0, c1, shifted_workspace<T>(p.win),
+                                         edge.packed ? edge.packed + g * edge.packed_group : nullptr);
     });
 }
 // Where the forward takes it: the filters packed, a window the kernel core

@@ -38,15 +38,6 @@
 #define DLGRAPH_UNROLL(n) DLGRAPH_PRAGMA(GCC unroll n)
 #endif
 
-// DLGRAPH_ALWAYS_INLINE after a lambda's parameters inlines it into every
-// call: the micro-kernels' step over k is a lambda that the operands' k
-// loop calls.
-#if defined(__GNUC__) || defined(__clang__)
-#define DLGRAPH_ALWAYS_INLINE __attribute__((always_inline))
-#else
-#define DLGRAPH_ALWAYS_INLINE
-#endif
-
 // Bytes of the portable vector type (DLGRAPH_SIMD == 0): 64 gives the same
 // lanes as AVX-512, so a portable build sums in the same order.
 #ifndef DLGRAPH_VECTOR_BYTES

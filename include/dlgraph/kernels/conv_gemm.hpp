@@ -77,60 +77,13 @@ conv_shifted_tables conv_shifted_tables_make(const window2d& g, std::int64_t* of
     return {offset, mask};
 }
 
-#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
-namespace gemm_detail {
-
-// A tile's operands where B is a convolution's column matrix read from the
-// image: row k of the k block is tap t of channel c, k = (c - c0) * taps +
-// t - t0 from the block's first row, channel c0's tap t0. for_each_k walks
-// it a channel at a time, the taps of a 3x3 window unrolled, so each row's
-// offset and masks are loads at fixed places (no index kept per k).
-template <class T> struct shifted_operands {
-    const T* a;  // a packed panel of A
-    static constexpr std::int64_t as = mr<T>;
-    // The address of channel c0's plane, plus the tile's first column j0.
-    // Addresses are integers here: with the padding's lanes left out, a
-    // tap's run may start before the image or end after it.
-    std::uintptr_t plane0;
-    std::int64_t plane, taps, t0;  // plane: bytes of a channel
-    const std::int64_t* offset;
-    const std::uint16_t* mask;  // the tile's, [tap][nv]
-
-    struct row {
-        std::uintptr_t p;  // the tap's run
-        const std::uint16_t* mask;
-        batch<T> load(int v) const noexcept {  // vector v of the run, 0 in the padding's lanes
-            const auto at = reinterpret_cast<const void*>(p + static_cast<std::uintptr_t>(v * W<T> * std::int64_t(sizeof(T))));
-            const __mmask16 m = _load_mask16(const_cast<__mmask16*>(mask + v));
-            if constexpr (std::is_same_v<T, float>) return _mm512_maskz_loadu_ps(m, at);
-            else return _mm512_maskz_loadu_pd(static_cast<__mmask8>(m), at);
-        }
-    };
-    row at(std::uintptr_t c, std::int64_t t) const noexcept {
-        return {c + static_cast<std::uintptr_t>(offset[t] * std::int64_t(sizeof(T))), mask + t * nv};
-    }
-    template <class F> DLGRAPH_ALWAYS_INLINE void for_each_k(std::int64_t kc, F&& f) const noexcept {
-        std::uintptr_t c = plane0;
-        const auto step = static_cast<std::uintptr_t>(plane);
-        std::int64_t k = 0, t = t0;
-        if (t > 0) {  // the rest of the first channel
-            for (; t < taps && k < kc; ++t, ++k) f(at(c, t));
-            c += step;
-        }
-        if (taps == 9)
-            for (; k + 9 <= kc; k += 9, c += step) {
-                DLGRAPH_UNROLL(9)
-                for (int u = 0; u < 9; ++u) f(at(c, u));
-            }
-        else
-            for (; k + taps <= kc; k += taps, c += step)
-                for (std::int64_t u = 0; u < taps; ++u) f(at(c, u));
-        for (t = 0; k < kc; ++k, ++t) f(at(c, t));  // the first taps of the last channel
-    }
-};
-
-}  // namespace gemm_detail
-#endif
+// Elements of workspace (64-byte aligned) conv_shifted_product needs for
+// g: a packed panel of B (a k block of nr columns), and where the last tile
+// is taken transposed (below) that tile's buffers.
+template <class T> constexpr std::int64_t conv_shifted_workspace_size(const window2d& g) noexcept {
+    using namespace gemm_detail;
+    return k_block(g.col_rows()) * nr<T> + round_up(k_block(g.col_rows()) * mr<T>, 64 / sizeof(T)) + mr<T> * nr<T>;
+}
 
 // The last tile of columns, where it is at most one vector wide (196 =
 // 6 x 32 + 4 output columns of a 14 x 14 image), can be computed transposed:
@@ -139,38 +92,52 @@ template <class T> struct shifted_operands {
 // broadcast every filter for a vector of a few live lanes (4 columns of
 // 64 filters took 8% of that convolution's time). Each element is the
 // same chain of multiply-adds in the same k blocks, so the same bits.
-// A^T comes packed as gemm_pack_b(true, K, m, A, K, ...) writes it; the
-// workspace holds conv_shifted_edge_size<T>(g) elements, 64-byte aligned.
-template <class T> struct conv_shifted_edge {
-    const T* packed_at = nullptr;  // null: the last tile as it is
-    T* workspace = nullptr;
-};
-// Whether g's product has such a tile.
+// A^T comes packed as gemm_pack_b(true, K, m, A, K, ...) writes it.
 template <class T> constexpr bool conv_shifted_has_edge(const window2d& g) noexcept {
     const std::int64_t rest = g.col_cols() % gemm_detail::nr<T>;
     return rest > 0 && rest <= gemm_detail::W<T>;
-}
-template <class T> constexpr std::int64_t conv_shifted_edge_size(const window2d& g) noexcept {
-    using namespace gemm_detail;
-    return round_up(k_block(g.col_rows()) * mr<T>, 64 / sizeof(T)) + mr<T> * nr<T>;
 }
 
 #if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
 namespace gemm_detail {
 
+// Rows [pc, pc + kc) of the column matrix's tile of nr columns from j0, as
+// pack_b packs them (panel[k][nr]), read from the image: row k is tap t of
+// channel c, a run of the image with the tile's masks for that tap.
+template <class T>
+void pack_shifted_panel(const window2d& g, const conv_shifted_tables& tables, const T* image, std::int64_t pc,
+                        std::int64_t kc, std::int64_t j0, T* panel) noexcept {
+    constexpr int NR = nr<T>;
+    const std::int64_t taps = g.kh * g.kw, plane = g.h * g.w;
+    const std::uint16_t* const mask = tables.mask + j0 / NR * taps * nv;
+    // Addresses are integers here: with the padding's lanes left out, a
+    // tap's run may start before the image or end after it.
+    const auto base = reinterpret_cast<std::uintptr_t>(image);
+    std::int64_t c = pc / taps, t = pc % taps;
+    for (std::int64_t k = 0; k < kc; ++k, panel += NR) {
+        const std::uintptr_t run = base + static_cast<std::uintptr_t>((c * plane + tables.offset[t] + j0) * std::int64_t(sizeof(T)));
+        for (int v = 0; v < nv; ++v) {
+            const __mmask16 m = _load_mask16(const_cast<__mmask16*>(mask + t * nv + v));
+            const auto at = reinterpret_cast<const void*>(run + static_cast<std::uintptr_t>(v * 64));
+            if constexpr (std::is_same_v<T, float>) _mm512_store_ps(panel + v * W<T>, _mm512_maskz_loadu_ps(m, at));
+            else _mm512_store_pd(panel + v * W<T>, _mm512_maskz_loadu_pd(static_cast<__mmask8>(m), at));
+        }
+        if (++t == taps) t = 0, ++c;
+    }
+}
+
 // Block [pc, pc + kc) of the edge columns [e0, c1) of C (m rows, ldc),
-// transposed as conv_shifted_edge says; acc: add to C.
+// transposed (A^T packed at packed_at; col and tile: the workspace's
+// buffers); acc: add to C.
 template <class T>
 void shifted_edge_block(const window2d& g, std::int64_t m, const conv_shifted_tables& tables, const T* image,
-                        const conv_shifted_edge<T>& edge, std::int64_t pc, std::int64_t kc, T* C, std::int64_t ldc,
+                        const T* packed_at, T* col, T* tile, std::int64_t pc, std::int64_t kc, T* C, std::int64_t ldc,
                         std::int64_t e0, std::int64_t c1, bool acc) noexcept {
     constexpr int MR = mr<T>, NR = nr<T>;
     static_assert(MR <= 16 && (std::is_same_v<T, float> || MR == 12), "a chunk is at most a mask of 16 lanes");
     const std::int64_t K = g.col_rows(), taps = g.kh * g.kw, plane = g.h * g.w;
-    T* const col = edge.workspace;  // [kc][MR]: the chunk's pixels, k by k
-    T* const tile = col + round_up(k_block(K) * MR, 64 / sizeof(T));  // [MR][NR]: a tile of C^T
     const std::uint16_t* mask = tables.mask + e0 / NR * taps * nv;  // the edge's tile
-    for (std::int64_t p0 = e0; p0 < c1; p0 += MR) {
+    for (std::int64_t p0 = e0; p0 < c1; p0 += MR) {  // col [kc][MR]: the chunk's pixels, k by k
         const int px = static_cast<int>(std::min<std::int64_t>(MR, c1 - p0));
         // The chunk's lanes of the edge's first vector (the edge is at most
         // one vector wide), read as the tile would read them, then stored
@@ -189,9 +156,9 @@ void shifted_edge_block(const window2d& g, std::int64_t m, const conv_shifted_ta
                 _mm256_storeu_pd(col + k * MR + 8, _mm256_setzero_pd());
             }
         }
-        for (std::int64_t j0 = 0; j0 < m; j0 += NR) {
+        for (std::int64_t j0 = 0; j0 < m; j0 += NR) {  // tile [MR][NR]: a tile of C^T
             const std::int64_t jc = j0 / nc_block<T> * nc_block<T>, nc = std::min(nc_block<T>, m - jc);
-            const T* b = edge.packed_at + packed_b_offset<T>(K, jc, nc, pc) + (j0 - jc) * kc;
+            const T* b = packed_at + packed_b_offset<T>(K, jc, nc, pc) + (j0 - jc) * kc;
             const int filters = static_cast<int>(std::min<std::int64_t>(NR, m - j0));
             micro_tile<T>(kc, tile_operands<T>{col, MR, b, NR}, tile, NR, T(1), false, px, filters);
             for (int j = 0; j < filters; ++j) {
@@ -210,49 +177,44 @@ void shifted_edge_block(const window2d& g, std::int64_t m, const conv_shifted_ta
 // * kw) as gemm_pack_a wrote it. Only where conv_shifted_serves<T>(g),
 // with `tables` from conv_shifted_tables_make; c0 must be a multiple of
 // gemm_nr<T> (a tile's mask is that of its place among all the tiles).
-// With `edge` (where conv_shifted_has_edge), the last tile transposed.
+// Each tile's k block of col is packed from the image into the workspace
+// (conv_shifted_workspace_size<T>(g) elements, 64-byte aligned), then
+// multiplied by every panel of A: the masked reads of the image happen
+// once per tile, not once per panel of A. With packed_at (A^T, where
+// conv_shifted_has_edge), the last narrow tile transposed.
 template <class T>
 void conv_shifted_product(const window2d& g, std::int64_t m, const T* packed_a, const conv_shifted_tables& tables,
-                          const T* image, T* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1,
-                          const conv_shifted_edge<T>& edge = {}) noexcept {
+                          const T* image, T* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1, T* workspace,
+                          const T* packed_at = nullptr) noexcept {
 #if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
     using namespace gemm_detail;
     constexpr int MR = mr<T>, NR = nr<T>;
-    const std::int64_t K = g.col_rows(), kc_max = k_block(K), taps = g.kh * g.kw, plane = g.h * g.w;
-    const std::int64_t bytes = sizeof(T);
-    const auto base = reinterpret_cast<std::uintptr_t>(image);
+    const std::int64_t K = g.col_rows(), kc_max = k_block(K);
+    T* const panel = workspace;
+    T* const edge_col = panel + kc_max * NR;
+    T* const edge_tile = edge_col + round_up(kc_max * MR, 64 / sizeof(T));
     // Where the columns end in a narrow tile taken transposed, the tiles stop before it.
-    const std::int64_t e0 = (c1 - c0) % NR != 0 && (c1 - c0) % NR <= W<T> && edge.packed_at && edge.workspace
-                                ? c1 - (c1 - c0) % NR
-                                : c1;
+    const std::int64_t rest = (c1 - c0) % NR, e0 = rest != 0 && rest <= W<T> && packed_at ? c1 - rest : c1;
     for (std::int64_t pc = 0; pc < K; pc += kc_max) {
         const std::int64_t kc = std::min(kc_max, K - pc);
-        for (std::int64_t ic = 0; ic < m; ic += mc_block<T>) {
-            const std::int64_t mc = std::min(mc_block<T>, m - ic);
-            const T* const Ap = packed_a + packed_a_offset<T>(m, ic, kc, pc);
-            // A panel at a time across the tiles: the panel stays in L1
-            // while the image's lines stream by (64 -> 64 channels on
-            // 56x56 ran 5-10% faster so than a tile at a time across the
-            // panels; 32 -> 64 on 14x14, whose image stays in L1, alike).
-            for (std::int64_t ir = 0; ir < mc; ir += MR) {
-                const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
-                for (std::int64_t jr = c0; jr < e0; jr += NR) {
-                    const int cols = static_cast<int>(std::min<std::int64_t>(NR, e0 - jr));
-                    const shifted_operands<T> p{Ap + ir * kc,
-                                                base + static_cast<std::uintptr_t>((pc / taps * plane + jr) * bytes),
-                                                plane * bytes,
-                                                taps,
-                                                pc % taps,
-                                                tables.offset,
-                                                tables.mask + jr / NR * taps * nv};
-                    micro_tile<T>(kc, p, C + (ic + ir) * ldc + jr, ldc, T(1), pc > 0, rows, cols);
+        for (std::int64_t jr = c0; jr < e0; jr += NR) {
+            const int cols = static_cast<int>(std::min<std::int64_t>(NR, e0 - jr));
+            pack_shifted_panel(g, tables, image, pc, kc, jr, panel);
+            for (std::int64_t ic = 0; ic < m; ic += mc_block<T>) {
+                const std::int64_t mc = std::min(mc_block<T>, m - ic);
+                const T* const Ap = packed_a + packed_a_offset<T>(m, ic, kc, pc);
+                for (std::int64_t ir = 0; ir < mc; ir += MR) {
+                    const int rows = static_cast<int>(std::min<std::int64_t>(MR, mc - ir));
+                    micro_tile<T>(kc, tile_operands<T>{Ap + ir * kc, MR, panel, NR}, C + (ic + ir) * ldc + jr, ldc,
+                                  T(1), pc > 0, rows, cols);
                 }
             }
         }
-        if (e0 < c1) shifted_edge_block(g, m, tables, image, edge, pc, kc, C, ldc, e0, c1, pc > 0);
+        if (e0 < c1) shifted_edge_block(g, m, tables, image, packed_at, edge_col, edge_tile, pc, kc, C, ldc, e0, c1, pc > 0);
     }
 #else
-    (void)g, (void)m, (void)packed_a, (void)tables, (void)image, (void)C, (void)ldc, (void)c0, (void)c1, (void)edge;
+    (void)g, (void)m, (void)packed_a, (void)tables, (void)image, (void)C, (void)ldc, (void)c0, (void)c1, (void)workspace;
+    (void)packed_at;
 #endif
 }
 

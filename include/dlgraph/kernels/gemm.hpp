@@ -234,24 +234,22 @@ template <class T> void pack_b(view<T> B, std::int64_t kc, std::int64_t n, T* ou
 // Where a tile's operands are read: A's rows at k = 0 are a[0..R), and a
 // advances by `as` per k (mr in a packed panel; lda for a transposed A read
 // in place); B's columns at k = 0 are b[0..), advancing by `bs` (nr packed,
-// ldb in place). The kernel walks B with for_each_k(kc, f): f(row) for
-// k = 0 .. kc-1 in turn, row.load(v) being vector v of B's row k
-// (kernels/conv_gemm.hpp has operands whose B is a convolution's column
-// matrix, never written, walked a channel of taps at a time).
+// ldb in place). The kernel reads B through b_rows(): load(v) is vector v
+// of the current row of B, next() moves to the next k (kernels/conv_gemm.hpp
+// has operands whose B is a convolution's column matrix, never written).
 template <class T> struct tile_operands {
     const T* a;
     std::int64_t as;
     const T* b;
     std::int64_t bs;
 
-    struct row {
+    struct rows {
         const T* p;
+        std::int64_t s;
         batch<T> load(int v) const noexcept { return batch<T>::load_unaligned(p + v * W<T>); }
+        void next() noexcept { p += s; }
     };
-    template <class F> DLGRAPH_ALWAYS_INLINE void for_each_k(std::int64_t kc, F&& f) const noexcept {
-        const T* p = b;
-        for (std::int64_t k = 0; k < kc; ++k, p += bs) f(row{p});
-    }
+    rows b_rows() const noexcept { return {b, bs}; }
 };
 
 // Stores the first n lanes of v at p (adding to what is there when acc).
@@ -292,13 +290,14 @@ void micro_kernel(std::int64_t kc, const Operands& p, T* C, std::int64_t ldc, T 
     using B = batch<T>;
     const T* __restrict Ap = p.a;
     const std::int64_t as = p.as;
+    auto Bk = p.b_rows();
     B s[R][NV];
     DLGRAPH_UNROLL(16)
     for (int r = 0; r < R; ++r) {
         DLGRAPH_UNROLL(4)
         for (int v = 0; v < NV; ++v) s[r][v] = B(T(0));
     }
-    p.for_each_k(kc, [&](const auto& Bk) DLGRAPH_ALWAYS_INLINE {
+    for (std::int64_t k = 0; k < kc; ++k, Ap += as, Bk.next()) {
         B b[NV];
         DLGRAPH_UNROLL(4)
         for (int v = 0; v < NV; ++v) b[v] = Bk.load(v);
@@ -308,8 +307,7 @@ void micro_kernel(std::int64_t kc, const Operands& p, T* C, std::int64_t ldc, T 
             DLGRAPH_UNROLL(4)
             for (int v = 0; v < NV; ++v) s[r][v] = vm::fma(a, b[v], s[r][v]);
         }
-        Ap += as;
-    });
+    }
     const B al(alpha);
     DLGRAPH_UNROLL(16)
     for (int r = 0; r < R; ++r) {
