@@ -202,14 +202,17 @@ void shifted_product(const conv_products& p, const conv_filters<T>& filters, con
 // it must stay in the cache: 32 -> 64 channels on 14x14 (25 KiB an image)
 // ran 3-6% faster than im2col and the packed GEMM, 64 -> 64 on 56x56
 // (784 KiB) 2-5% slower, with or without software prefetches (the two
-// paths alternated in one process, one thread); since the k loop unrolls
-// the taps and a panel of A crosses all the tiles, 12.3 ms against 12.4
-// for that convolution at batch 8, the same. The tables are built once
+// paths alternated in one process, one thread); since each tile's panel
+// is packed from the image (kernels::conv_shifted_product), 12.6 ms
+// against 12.6 for that convolution at batch 8, the same. The tables are built once
 // per op, in the calling thread's workspace, and read by every thread.
 inline constexpr std::int64_t shifted_image_bytes = std::int64_t(128) << 10;
-template <class T> bool takes_shifted_product(const conv_products& p, const conv_filters<T>& filters) {
-    return filters.packed && kernels::conv_shifted_serves<T>(p.win) &&
+template <class T> bool shifted_product_serves(const conv_products& p) {
+    return gemm_prepack_pays(p.mg) && kernels::conv_shifted_serves<T>(p.win) &&
            p.in_group() * std::int64_t(sizeof(T)) <= shifted_image_bytes;
+}
+template <class T> bool takes_shifted_product(const conv_products& p, const conv_filters<T>& filters) {
+    return filters.packed && shifted_product_serves<T>(p);
 }
 template <class T> kernels::conv_shifted_tables shifted_tables(const kernels::window2d& g) {
     static thread_local gemm_detail::workspace<std::int64_t> offsets;
@@ -262,32 +265,37 @@ template <class F> void for_each_image(std::int64_t images, F f) {
 }
 
 // NHWC: Input transposed into workspace 0, Output computed in workspace 1.
+// The products of a convolution, NCHW: y = conv(x, f) as p describes it,
+// read from the image itself where the kernel core can (takes_shifted_product),
+// else through the column matrix; the bits are the same either way.
+template <class T> void conv_forward(const conv_products& p, const T* f, const T* x, T* y) {
+    const conv_filters<T> filters(p, f, false);
+    if (takes_shifted_product(p, filters)) {
+        const auto tables = shifted_tables<T>(p.win);
+        const shifted_edge_filters<T> edge(p, f);
+        for_each_image(p.images, [&](std::int64_t n) {
+            for (std::int64_t g = 0; g < p.groups; ++g) shifted_product(p, filters, edge, tables, x, y, n, g);
+        });
+        return;
+    }
+    for_each_image(p.images, [&](std::int64_t n) {
+        T* const ws = p.workspace<T>();  // the running thread's
+        for (std::int64_t g = 0; g < p.groups; ++g)
+            p.for_each_chunk<T>([&](const kernels::window2d& chunk, std::int64_t y0) {
+                const auto [col, ld] = p.columns(x, n, g, chunk, y0, ws);
+                filters.product(g, chunk.col_cols(), col, ld, p.output(y, n, g) + y0 * chunk.ow, p.ohw);
+            });
+    });
+}
+
 struct conv2d_op : ops::conv2d_op {
     template <class T> static void compute(cpu, const KernelContext& c) {
         const bool cl = nhwc(c.attrs);
         const Shape xs = ops::as_nchw(c.in(Input).shape(), cl);
         const conv_products p(c.attrs, xs, c.in(Filter).shape());
         const T* x = cl ? nhwc_to_nchw(c.in(Input).data<T>(), xs, 0) : c.in(Input).data<T>();
-        const T* f = c.in(Filter).data<T>();
         const nchw_output<T> out(c.out(0), ops::as_nchw(c.out(0).shape(), cl), cl, 1);
-        T* y = out.data;
-        const conv_filters<T> filters(p, f, false);
-        if (takes_shifted_product(p, filters)) {
-            const auto tables = shifted_tables<T>(p.win);
-            const shifted_edge_filters<T> edge(p, f);
-            for_each_image(p.images, [&](std::int64_t n) {
-                for (std::int64_t g = 0; g < p.groups; ++g) shifted_product(p, filters, edge, tables, x, y, n, g);
-            });
-            return out.finish();
-        }
-        for_each_image(p.images, [&](std::int64_t n) {
-            T* const ws = p.workspace<T>();  // the running thread's
-            for (std::int64_t g = 0; g < p.groups; ++g)
-                p.for_each_chunk<T>([&](const kernels::window2d& chunk, std::int64_t y0) {
-                    const auto [col, ld] = p.columns(x, n, g, chunk, y0, ws);
-                    filters.product(g, chunk.col_cols(), col, ld, p.output(y, n, g) + y0 * chunk.ow, p.ohw);
-                });
-        });
+        conv_forward(p, c.in(Filter).data<T>(), x, out.data);
         out.finish();
     }
 };
@@ -320,23 +328,22 @@ template <class T> inline gemm_detail::workspace<T>& packed_columns_workspace() 
 }
 
 // Input@GRAD as the convolution of Output@GRAD (dy, NCHW) with the
-// adjoint's filters, read from Output@GRAD itself (no column matrix, no
-// col2im), where the forward would take that path for the adjoint; false
-// where not (nothing written). Other bits than col2im's: each element is
-// one chain of multiply-adds over (m, tap), not the sum of a chain per tap.
+// adjoint's filters (conv_forward of p.adjoint()), where that convolution
+// is one the kernel core reads from its image (stride 1, a SAME width, 8 or
+// more channels per group, at most shifted_image_bytes of Output@GRAD per
+// group): no column matrix, no col2im. The choice does not depend on
+// whether this build has the shifted product, so that a build without
+// (DLGRAPH_NO_SIMD) takes the same products through im2col and gives the
+// same bits. Those are other bits than col2im's: each element is one chain
+// of multiply-adds over (m, tap), not the sum of a chain per tap. False
+// where not taken (nothing written).
 template <class T>
 bool input_grad_by_adjoint(const conv_products& p, const T* f, const T* dy, Tensor& dinput, const Shape& xs, bool cl) {
     if (!p.has_adjoint() || p.images == 0) return false;
     const conv_products q = p.adjoint();
-    const T* const fa = adjoint_filters(p, f);
-    const conv_filters<T> filters(q, fa, false);
-    if (!takes_shifted_product(q, filters)) return false;
+    if (!gemm_prepack_pays(q.mg) || q.in_group() * std::int64_t(sizeof(T)) > shifted_image_bytes) return false;
     const nchw_output<T> out(dinput, xs, cl, 3);
-    const auto tables = shifted_tables<T>(q.win);
-    const shifted_edge_filters<T> edge(q, fa);
-    for_each_image(q.images, [&](std::int64_t n) {
-        for (std::int64_t g = 0; g < q.groups; ++g) shifted_product(q, filters, edge, tables, dy, out.data, n, g);
-    });
+    conv_forward(q, adjoint_filters(p, f), dy, out.data);
     out.finish();
     return true;
 }
