@@ -263,6 +263,43 @@ template <class T> void check_close(const Tensor& got, const xt::xarray<double>&
     CHECK(bad == 0);
 }
 
+namespace {
+
+// conv2d and conv2d_grad (both gradients) of variant v against the
+// double reference, FP32 and FP64, on each thread count.
+void check_conv_and_grads(const conv_variant& v, unsigned& seed, std::initializer_list<int> thread_counts) {
+    INFO(std::string(v.name));
+    const auto x = random4(v.x, seed++), f = random4(v.f, seed++);
+    const auto want = conv_reference(x, f, v.o);
+    const dims4 ys{std::int64_t(want.shape()[0]), std::int64_t(want.shape()[1]), std::int64_t(want.shape()[2]),
+                   std::int64_t(want.shape()[3])};
+    const auto dy = random4(ys, seed++);
+    const auto [dx, df] = conv_grad_reference(x, f, dy, v.o);
+    auto run = [&]<class T>(T, double tol, int threads) {
+        INFO("threads " << threads << ", " << (sizeof(T) == 4 ? "FP32" : "FP64"));
+        Program p;
+        auto xv = p.input<T>("x", Shape(v.x.begin(), v.x.end()));
+        auto fv = p.input<T>("f", Shape(v.f.begin(), v.f.end()));
+        p.input<T>("dy", Shape(ys.begin(), ys.end()));
+        auto y = conv2d(xv, fv, v.o);
+        std::vector<std::vector<std::string>> names;
+        p.append("conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"dy"}}},
+                 {{"Input@GRAD", 1}, {"Filter@GRAD", 1}}, p.desc().blocks[0].ops[0].attrs, &names);
+        Session<cpu> s(p, SessionOptions{.threads = threads});
+        const auto got = s.eval({TargetRef(y), TargetRef(names[0][0]), TargetRef(names[1][0])},
+                                {{"x", tensor_of<T>(x)}, {"f", tensor_of<T>(f)}, {"dy", tensor_of<T>(dy)}});
+        check_close<T>(got[0], want, tol);
+        check_close<T>(got[1], dx, tol);
+        check_close<T>(got[2], df, tol);
+    };
+    for (int threads : thread_counts) {
+        run(0.0f, 2e-5, threads);
+        run(0.0, 1e-12, threads);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("conv2d and its gradients match the reference where the column matrix is made in several chunks") {
     // cpu/conv.hpp makes the column matrix a few output rows at a time
     // (column_chunk_bytes of them): these are wide enough for 2 chunks in
@@ -273,33 +310,7 @@ TEST_CASE("conv2d and its gradients match the reference where the column matrix 
         {"stride 2, dilation 2, groups 2", {1, 128, 13, 90}, {4, 64, 3, 3}, {{2, 2}, {1, 1}, {2, 2}, 2}},
     };
     unsigned seed = 300;
-    for (const conv_variant& v : variants) {
-        INFO(std::string(v.name));
-        const auto x = random4(v.x, seed++), f = random4(v.f, seed++);
-        const auto want = conv_reference(x, f, v.o);
-        const dims4 ys{std::int64_t(want.shape()[0]), std::int64_t(want.shape()[1]), std::int64_t(want.shape()[2]),
-                       std::int64_t(want.shape()[3])};
-        const auto dy = random4(ys, seed++);
-        const auto [dx, df] = conv_grad_reference(x, f, dy, v.o);
-        auto run = [&]<class T>(T, double tol) {
-            Program p;
-            auto xv = p.input<T>("x", Shape(v.x.begin(), v.x.end()));
-            auto fv = p.input<T>("f", Shape(v.f.begin(), v.f.end()));
-            p.input<T>("dy", Shape(ys.begin(), ys.end()));
-            auto y = conv2d(xv, fv, v.o);
-            std::vector<std::vector<std::string>> names;
-            p.append("conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"dy"}}},
-                     {{"Input@GRAD", 1}, {"Filter@GRAD", 1}}, p.desc().blocks[0].ops[0].attrs, &names);
-            Session<cpu> s(p);
-            const auto got = s.eval({TargetRef(y), TargetRef(names[0][0]), TargetRef(names[1][0])},
-                                    {{"x", tensor_of<T>(x)}, {"f", tensor_of<T>(f)}, {"dy", tensor_of<T>(dy)}});
-            check_close<T>(got[0], want, tol);
-            check_close<T>(got[1], dx, tol);
-            check_close<T>(got[2], df, tol);
-        };
-        run(0.0f, 2e-5);
-        run(0.0, 1e-12);
-    }
+    for (const conv_variant& v : variants) check_conv_and_grads(v, seed, {1});
 }
 
 TEST_CASE("conv2d and its gradients match the reference where they read the image itself") {
@@ -318,35 +329,9 @@ TEST_CASE("conv2d and its gradients match the reference where they read the imag
     };
     unsigned seed = 400;
     for (const conv_variant& v : variants) {
-        INFO(std::string(v.name));
-        const auto x = random4(v.x, seed++), f = random4(v.f, seed++);
-        const auto want = conv_reference(x, f, v.o);
-        const dims4 ys{std::int64_t(want.shape()[0]), std::int64_t(want.shape()[1]), std::int64_t(want.shape()[2]),
-                       std::int64_t(want.shape()[3])};
-        CHECK(ys[3] == v.x[3]);  // as wide as the input
-        const auto dy = random4(ys, seed++);
-        const auto [dx, df] = conv_grad_reference(x, f, dy, v.o);
-        auto run = [&]<class T>(T, double tol, int threads) {
-            INFO("threads " << threads << ", " << (sizeof(T) == 4 ? "FP32" : "FP64"));
-            Program p;
-            auto xv = p.input<T>("x", Shape(v.x.begin(), v.x.end()));
-            auto fv = p.input<T>("f", Shape(v.f.begin(), v.f.end()));
-            p.input<T>("dy", Shape(ys.begin(), ys.end()));
-            auto y = conv2d(xv, fv, v.o);
-            std::vector<std::vector<std::string>> names;
-            p.append("conv2d_grad", {{"Input", {"x"}}, {"Filter", {"f"}}, {"Output@GRAD", {"dy"}}},
-                     {{"Input@GRAD", 1}, {"Filter@GRAD", 1}}, p.desc().blocks[0].ops[0].attrs, &names);
-            Session<cpu> s(p, SessionOptions{.threads = threads});
-            const auto got = s.eval({TargetRef(y), TargetRef(names[0][0]), TargetRef(names[1][0])},
-                                    {{"x", tensor_of<T>(x)}, {"f", tensor_of<T>(f)}, {"dy", tensor_of<T>(dy)}});
-            check_close<T>(got[0], want, tol);
-            check_close<T>(got[1], dx, tol);
-            check_close<T>(got[2], df, tol);
-        };
-        for (int threads : {1, 2}) {
-            run(0.0f, 2e-5, threads);
-            run(0.0, 1e-12, threads);
-        }
+        const dims4 out = conv_terms(random4(v.x, 0), random4(v.f, 0), v.o, [](auto...) {});
+        CHECK(out[3] == v.x[3]);  // as wide as the input
+        check_conv_and_grads(v, seed, {1, 2});
     }
 }
 
