@@ -326,6 +326,8 @@ TEST_CASE("conv2d and its gradients match the reference where they read the imag
         {"dilation 2, paddings 3, 1 / 1, 3", {2, 12, 9, 11}, {20, 12, 3, 3}, {{1, 1}, {3, 1, 1, 3}, {2, 2}}},
         {"5x3, groups 2, paddings 0, 4 / 2, 0", {1, 16, 7, 13}, {24, 8, 5, 3}, {{1, 1}, {0, 4, 2, 0}, {1, 1}, 2}},
         {"SAME 4x4, 9 channels", {3, 9, 6, 17}, {10, 9, 4, 4}, {{1, 1}, {0, 0}, {1, 1}, 1, "SAME"}},
+        // Top and bottom padding beyond the window: the adjoint's are negative.
+        {"3x3, paddings 4, 3 / 1, 1", {2, 8, 6, 10}, {8, 8, 3, 3}, {{1, 1}, {4, 3, 1, 1}}},
     };
     unsigned seed = 400;
     for (const conv_variant& v : variants) {
