@@ -2,7 +2,7 @@
 # The GPU checks of issue 15, on a machine with a GPU, from the programs
 # scripts/gpu_stage.sh put in .gpu/. Stages (default: all, in this order):
 #   tests   dlgraph_cuda_tests (every op case against Session<cpu>, training,
-#           waits, faults, threads, close)
+#           waits, faults, threads, close, collectives over one-rank NCCL)
 #   fmnist  examples/fashion_mnist --device cuda (12 epochs), its checkpoint
 #           evaluated by a CPU session, and one CPU epoch for the epoch time
 #   bench   bench_cuda: GEMM vs cublasSgemm, triad and reductions vs
@@ -22,6 +22,16 @@ stages=${*:-tests fmnist bench train}
 for f in .gpu/*.gz; do [ -e "$f" ] && gunzip -f "$f" && chmod +x "${f%.gz}"; done
 cublas=$(find /usr/local/cuda*/ /opt /usr/lib -name 'libcublas.so.13*' 2>/dev/null | head -1)
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:${cublas:+$(dirname "$cublas"):}/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# NCCL (dlgraph/cuda/nccl.hpp loads it at run time): the toolkit's, else the
+# copy PyTorch's wheel ships; the NCCL test cases must then run, not skip.
+nccl=$(find /usr/local/cuda*/ /usr/lib /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)
+[ -n "$nccl" ] || nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+if [ -n "$nccl" ] && [ -e "$nccl" ]; then
+  export DLGRAPH_NCCL_LIBRARY=$nccl DLGRAPH_REQUIRE_NCCL=1
+  echo "NCCL: $nccl"
+else
+  echo "NCCL: none found (the NCCL test cases skip)"
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 lscpu | grep -E '^Model name|^CPU\(s\)'
 ldd .gpu/dlgraph_cuda_tests | grep -E 'not found|cublas|cudart' || true

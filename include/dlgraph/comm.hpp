@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dlgraph/dtype.hpp"
@@ -33,6 +34,11 @@ public:
     virtual int size() const noexcept = 0;
     // E.g. "MPI rank 1 of 4", for messages.
     virtual std::string describe() const = 0;
+    // Where the buffers of its calls live: "cpu" (host memory), or the name
+    // of the device whose memory it moves (NCCL's: "cuda"). A session runs
+    // a collective op on its device only when the ring's communicator works
+    // in that device's memory; else on the host, with copies around it.
+    virtual std::string_view memory() const noexcept { return "cpu"; }
     // `what` names the caller (an op type) in errors. Each throws comm_error
     // when the ranks' calls do not match or a peer does not answer in time;
     // the communicator is then broken and refuses further calls.

@@ -178,9 +178,14 @@ inline std::string op_label(const OpDesc& op, int index) { return op.type + " (o
 // Plans block 0 of `program` (which must have been validated): the steps the
 // targets need, each placed on `device` when it has a kernel for it (else
 // on the host), with copies where values cross places. No device: every
-// step on the host.
+// step on the host. A collective step (OpDef::comm_ring_attr) goes on the
+// device only when bit `ring_id` of `device_rings` is set: that ring's
+// communicator moves the device's memory (Communicator::memory; the
+// session sets the bits from SessionOptions::comms; rings from 64 on are
+// host rings).
 DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
-                                       std::span<const std::string> fed, const DeviceContext* device = nullptr);
+                                       std::span<const std::string> fed, const DeviceContext* device = nullptr,
+                                       std::uint64_t device_rings = 0);
 
 // Concrete dtypes and shapes of a plan's values. On entry `metas[v]` is
 // set for every value with `known[v]` (feeds and values read from the
@@ -442,16 +447,23 @@ DLGRAPH_INLINE DataType declared_kernel_dtype(const ExecutionPlan& p, const Plan
 }
 
 // Pass 3: each step on the device when the device has a kernel for it, it
-// touches no list variable (those live in the scope, on the host), and its
-// attributes ask for no host-only form (OpDef::host_only_with).
-DLGRAPH_INLINE void place_steps(ExecutionPlan& plan, const DeviceContext& device) {
+// touches no list variable (those live in the scope, on the host), its
+// attributes ask for no host-only form (OpDef::host_only_with), and, for a
+// collective, its ring's communicator moves device memory (`device_rings`).
+DLGRAPH_INLINE void place_steps(ExecutionPlan& plan, const DeviceContext& device, std::uint64_t device_rings) {
     for (auto& st : plan.steps) {
         bool lists = false;
         for (auto* vals : {&st.ins, &st.outs})
             for (int v : *vals) lists = lists || plan.values[static_cast<std::size_t>(v)].type != VarType::LOD_TENSOR;
         const bool host_form = st.def->host_only_with && st.def->host_only_with(st.attrs.data());
-        st.place = !lists && !host_form && device.kernel(*st.def, declared_kernel_dtype(plan, st)) ? Place::device
-                                                                                                    : Place::host;
+        bool host_ring = false;
+        if (st.def->comm_ring_attr >= 0) {
+            const std::int64_t ring = st.attrs[static_cast<std::size_t>(st.def->comm_ring_attr)].i;
+            host_ring = ring < 0 || ring >= 64 || !((device_rings >> ring) & 1u);
+        }
+        st.place = !lists && !host_form && !host_ring && device.kernel(*st.def, declared_kernel_dtype(plan, st))
+                       ? Place::device
+                       : Place::host;
     }
 }
 
@@ -624,7 +636,8 @@ DLGRAPH_INLINE int initializer_of(const BlockDesc& b, std::string_view name) {
 }
 
 DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<const TargetRef> targets,
-                                       std::span<const std::string> fed, const DeviceContext* device) {
+                                       std::span<const std::string> fed, const DeviceContext* device,
+                                       std::uint64_t device_rings) {
     const BlockDesc& blk = program.blocks.at(0);
     ExecutionPlan plan;
     plan.targets.assign(targets.begin(), targets.end());
@@ -635,7 +648,7 @@ DLGRAPH_INLINE ExecutionPlan make_plan(const ProgramDesc& program, std::span<con
     const auto fed_set = detail::check_feeds(blk, fed);
     detail::add_steps(plan, blk, detail::prune(blk, targets, fed_set), fed_set);
     if (device) {
-        detail::place_steps(plan, *device);
+        detail::place_steps(plan, *device, device_rings);
         detail::copy_router(plan, plan.device).route();
     }
     detail::set_lifetimes(plan);

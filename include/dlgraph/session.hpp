@@ -155,7 +155,10 @@ struct SessionOptions {
     // The communicators of the collective ops (c_allreduce_sum, ...;
     // comm.hpp), indexed by their `ring_id`: {dlgraph::mpi::world()} for
     // the processes of an MPI job. A plan with a collective op whose ring
-    // has none is refused ([dlgraph.comm.missing]).
+    // has none is refused ([dlgraph.comm.missing]). A ring whose
+    // communicator moves the session's device memory (NCCL's,
+    // dlgraph/cuda/nccl.hpp, in a Session<cuda>) runs its collective ops on
+    // the device; the others run on the host, with copies around them.
     std::vector<std::shared_ptr<Communicator>> comms = {};
 };
 
@@ -441,6 +444,14 @@ private:
                                  "(dlgraph::mpi::world() under MPI, or a SelfCommunicator for one process)");
         return opts_.comms[static_cast<std::size_t>(ring)].get();
     }
+    // The rings whose communicator moves the device's memory (make_plan's
+    // device_rings): their collective steps run on the device.
+    std::uint64_t device_rings() const noexcept {
+        std::uint64_t bits = 0;
+        for (std::size_t r = 0; device_ && r < opts_.comms.size() && r < 64; ++r)
+            if (opts_.comms[r] && opts_.comms[r]->memory() == device_->name()) bits |= std::uint64_t(1) << r;
+        return bits;
+    }
     void roll_back(bound_plan& bp) noexcept;
 
     // Waits for the device's queued work, ignoring its errors (a run that
@@ -593,7 +604,7 @@ auto Session<Device>::drop_plans() -> void {
 template <device_policy Device>
 auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const std::string> fed) -> bound_plan& {
     auto bp = std::make_unique<bound_plan>();
-    bp->plan = make_plan(program_->desc, targets, fed, device_.get());
+    bp->plan = make_plan(program_->desc, targets, fed, device_.get(), device_rings());
     const ExecutionPlan& p = bp->plan;
     bp->local = &root_->new_child();
     for (auto& v : p.values) {
@@ -663,7 +674,12 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
         for (std::size_t s = 0; s < p.steps.size();) {
             std::size_t e = s, in_end = in_at, out_end = out_at;
             // Not the planner's copies: a feed's comes from the caller's memory.
-            for (; e < p.steps.size() && p.steps[e].place == Place::device && !p.steps[e].is_copy(); ++e) {
+            // Not collectives: a device communicator watches the wait after
+            // its calls, which a replay would not tell it of (cuda/nccl.hpp).
+            auto recordable = [&](const PlannedStep& st) {
+                return st.place == Place::device && !st.is_copy() && !(st.def && st.def->comm_ring_attr >= 0);
+            };
+            for (; e < p.steps.size() && recordable(p.steps[e]); ++e) {
                 in_end += p.steps[e].ins.size();
                 out_end += p.steps[e].outs.size();
             }
@@ -678,7 +694,7 @@ auto Session<Device>::make(std::span<const TargetRef> targets, std::span<const s
                 g.memory.assign(in_end - in_at + out_end - out_at, nullptr);
                 bp->graphs.push_back(std::move(g));
             }
-            if (e == s) {  // a host step or a copy
+            if (e == s) {  // a host step, a copy or a collective
                 in_end += p.steps[e].ins.size();
                 out_end += p.steps[e].outs.size();
                 ++e;

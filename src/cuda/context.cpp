@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <random>
 
@@ -33,20 +34,6 @@ void use_device(int device) {
     if (cudaGetDevice(&now) == cudaSuccess && now == device) return;
     check(cudaSetDevice(device), "cudaSetDevice");
 }
-
-namespace {
-// Makes a GPU current for a scope and puts the previous one back.
-struct device_scope {
-    int previous = -1;
-    explicit device_scope(int device) {
-        if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-        if (previous != device) cudaSetDevice(device);
-    }
-    ~device_scope() {
-        if (previous >= 0) cudaSetDevice(previous);
-    }
-};
-}  // namespace
 
 // ---- memory ----------------------------------------------------------------------------------
 
@@ -269,9 +256,22 @@ void cuda_context::synchronize() {
     const std::size_t bytes = static_cast<std::size_t>(used) * sizeof(cuda_kernels::device_fault);
     const cudaError_t copy =
         used ? cudaMemcpyAsync(fault_host_, fault_device_, bytes, cudaMemcpyDeviceToHost, memory_->stream) : cudaSuccess;
+    // Collectives queued: wait watching their communicators (an error or a
+    // timeout aborts them, which ends their kernels; the wait below then
+    // returns).
+    std::exception_ptr comm_failure;
+    if (!watched_.empty()) {
+        try {
+            nccl::wait_all(memory_->stream, watched_.data(), watched_.size(), "waiting for the session's stream");
+        } catch (...) {
+            comm_failure = std::current_exception();
+        }
+        watched_.clear();
+    }
     const cudaError_t e = cudaStreamSynchronize(memory_->stream);
     const cudaError_t launch = cudaGetLastError();
-    finish_staging(copy == cudaSuccess && e == cudaSuccess && launch == cudaSuccess);
+    finish_staging(!comm_failure && copy == cudaSuccess && e == cudaSuccess && launch == cudaSuccess);
+    if (comm_failure) std::rethrow_exception(comm_failure);
     check(copy, "cudaMemcpyAsync");
     check(e, "cudaStreamSynchronize");
     check(launch, "kernel launch");

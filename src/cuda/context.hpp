@@ -17,6 +17,7 @@
 #include "dlgraph/cuda/allocator.hpp"
 #include "dlgraph/cuda/cuda.hpp"
 #include "dlgraph/cuda/launch.hpp"
+#include "dlgraph/cuda/nccl.hpp"
 #include "dlgraph/op.hpp"
 
 namespace dlgraph::cuda_detail {
@@ -24,6 +25,20 @@ namespace dlgraph::cuda_detail {
 // Makes GPU `device` current for the calling thread (cudaSetDevice only when
 // another one is).
 void use_device(int device);
+
+// Makes a GPU current for a scope and puts the previous one back.
+struct device_scope {
+    int previous = -1;
+    explicit device_scope(int device) {
+        if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+        if (previous != device) cudaSetDevice(device);
+    }
+    ~device_scope() {
+        if (previous >= 0) cudaSetDevice(previous);
+    }
+    device_scope(const device_scope&) = delete;
+    device_scope& operator=(const device_scope&) = delete;
+};
 
 // Throws session_error "dlgraph.cuda.error" naming the call when `e` is an error.
 void check(cudaError_t e, const char* call);
@@ -82,6 +97,7 @@ public:
     void replay(const void* recording, KernelFault* fault) override;
 
     cudaStream_t stream() const noexcept { return memory_->stream; }
+    int device() const noexcept { return memory_->device; }
     // Makes the context's GPU current for the calling thread (a session may
     // be used from any thread; launches and cuBLAS go to the current GPU).
     void make_current() const { use_device(memory_->device); }
@@ -108,6 +124,12 @@ public:
     // dropout advances on the stream (cuda_kernels::dropout_seed::fresh),
     // starting from a random value.
     std::uint64_t* seed_state() const noexcept { return seed_state_; }
+    // An NCCL communicator whose collectives a step queued: the next
+    // synchronize watches it while it waits (nccl::wait_all), so that a peer
+    // that fails or never comes is an error, not a wait forever.
+    void watch(nccl::Communicator* c) {
+        if (std::find(watched_.begin(), watched_.end(), c) == watched_.end()) watched_.push_back(c);
+    }
     CudaStats stats() const;
     void release_cached() noexcept { memory_->release_cached(); }
     std::size_t kernel_steps = 0;
@@ -139,6 +161,7 @@ private:
     std::vector<staged_fetch> fetches_;
     std::size_t syncs_ = 0, to_device_ = 0, to_host_ = 0, recorded_ = 0, replays_ = 0;
     bool graphs_ = true;  // options.graphs when made
+    std::vector<nccl::Communicator*> watched_;  // since the last wait (watch)
     std::size_t record_failures_ = 0;
     const char* record_error_ = "";
 };

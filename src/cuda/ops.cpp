@@ -8,7 +8,8 @@
 // The ops with no CUDA kernel run on the host, with copies around them:
 // uniform_random and gaussian_random (whose host kernels give the CPU's
 // exact random numbers), the host-only feed, fetch, save, load,
-// save_combine, load_combine, the collectives, and the ops the list in
+// save_combine, load_combine, the collectives of a ring whose communicator
+// moves host memory (MPI's; NCCL's run here), and the ops the list in
 // tests/cuda/test_cuda.cpp (`host_only`) names as not done yet.
 #include <algorithm>
 #include <array>
@@ -19,6 +20,7 @@
 #include "dlgraph/kernels/elementwise.hpp"
 #include "dlgraph/fusion.hpp"
 #include "dlgraph/kernels/matmul.hpp"
+#include "dlgraph/ops/collective.hpp"
 #include "dlgraph/ops/conv.hpp"
 #include "dlgraph/ops/dropout.hpp"
 #include "dlgraph/ops/elementwise.hpp"
@@ -1195,6 +1197,64 @@ struct unstack_op {
     }
 };
 
+// ---- collectives, over NCCL ---------------------------------------------------------------------
+//
+// Placed on the device only for a ring whose communicator moves GPU memory
+// (make_plan's device_rings): an nccl::Communicator of this context's GPU.
+// Queued on the step's stream; the context's next wait watches the
+// communicator (an error or a timeout aborts it rather than waiting
+// forever). Not recorded into CUDA graphs: a replay would queue the
+// collective with no wait watching it.
+nccl::Communicator& nccl_of(const KernelContext& c, const char* what) {
+    auto* n = dynamic_cast<nccl::Communicator*>(c.comm);
+    if (!n)
+        throw comm_error("dlgraph.comm.memory", std::string(what) + ": the ring's communicator (" +
+                                                    (c.comm ? c.comm->describe() : std::string("none")) +
+                                                    ") does not move GPU memory");
+    return *n;
+}
+cudaStream_t collective_stream(const KernelContext& c, nccl::Communicator& n, const char* what) {
+    cuda_context& ctx = context_of(c);
+    if (n.device() != ctx.device())
+        throw comm_error("dlgraph.comm.device", std::string(what) + ": the ring's communicator (" + n.describe() +
+                                                    ") is on another GPU than the session (GPU " +
+                                                    std::to_string(ctx.device()) + ")");
+    const cudaStream_t s = stream_of(c);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+        throw session_error("dlgraph.cuda.unrecordable", std::string(what) + " is not recorded into a CUDA graph");
+    ctx.watch(&n);
+    return s;
+}
+template <ReduceOp R> struct c_allreduce_op {
+    template <class T> static void compute(const KernelContext& c) {
+        const char* what = ops::allreduce_type(R);
+        nccl::Communicator& n = nccl_of(c, what);
+        const cudaStream_t s = collective_stream(c, n, what);
+        n.all_reduce_on(c.in(0).raw(), c.out(0).raw(), c.out(0).numel(), dtype_of<T>, R, s, what);
+    }
+};
+struct c_broadcast_op {
+    template <class T> static void compute(const KernelContext& c) {
+        nccl::Communicator& n = nccl_of(c, "c_broadcast");
+        const cudaStream_t s = collective_stream(c, n, "c_broadcast");
+        n.broadcast_on(c.in(0).raw(), c.out(0).raw(), c.out(0).numel(), dtype_of<T>,
+                       static_cast<int>(c.attr(ops::c_broadcast_op::root).i), s, "c_broadcast");
+    }
+};
+struct c_allgather_op {
+    template <class T> static void compute(const KernelContext& c) {
+        nccl::Communicator& n = nccl_of(c, "c_allgather");
+        if (c.attr(ops::c_allgather_op::nranks).i != n.size())
+            throw comm_error("dlgraph.comm.size", "c_allgather: nranks is " +
+                                                      std::to_string(c.attr(ops::c_allgather_op::nranks).i) +
+                                                      " but the communicator (" + n.describe() + ") has " +
+                                                      std::to_string(n.size()) + " ranks");
+        const cudaStream_t s = collective_stream(c, n, "c_allgather");
+        n.all_gather_on(c.in(0).raw(), c.out(0).raw(), c.in(0).numel(), dtype_of<T>, s, "c_allgather");
+    }
+};
+
 // ---- the table ------------------------------------------------------------------------------------------
 
 template <class Op> table_entry arith() { return table_of<Op, float, double, std::int32_t, std::int64_t>(); }
@@ -1401,6 +1461,12 @@ std::array<table_entry, op_count> make_table() {
     set(op_id::batch_norm_grad, floats<batch_norm_grad_op>());
     set(op_id::dropout, floats<dropout_op>());
     set(op_id::dropout_grad, floats<dropout_grad_op>());
+    set(op_id::c_allreduce_sum, arith<c_allreduce_op<ReduceOp::sum>>());
+    set(op_id::c_allreduce_max, arith<c_allreduce_op<ReduceOp::max>>());
+    set(op_id::c_allreduce_min, arith<c_allreduce_op<ReduceOp::min>>());
+    set(op_id::c_allreduce_prod, arith<c_allreduce_op<ReduceOp::prod>>());
+    set(op_id::c_broadcast, stored<c_broadcast_op>());
+    set(op_id::c_allgather, stored<c_allgather_op>());
     return t;
 }
 

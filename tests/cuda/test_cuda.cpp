@@ -15,8 +15,10 @@
 
 #include <dlgraph/checkpoint.hpp>
 #include <dlgraph/cuda/cuda.hpp>
+#include <dlgraph/cuda/nccl.hpp>
 #include <dlgraph/ops/conv.hpp>
 #include <dlgraph/optimizer.hpp>
+#include <dlgraph/parallel.hpp>
 
 #include "../op_cases.hpp"
 #include "../test_helpers.hpp"
@@ -94,8 +96,6 @@ const std::set<std::string> host_only = {
     "memcpy_h2d", "memcpy_d2h",                                       // the copies themselves
     "uniform_random", "gaussian_random",  // the host's generator: the CPU's exact numbers
     "range",  // its inputs are read while planning, on the host; Out is a short list
-    // Collectives run on the host through the session's communicator (NCCL: not yet).
-    "c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast", "c_allgather",
 };
 
 TEST_CASE("cuda host: every op has a CUDA kernel at each of its CPU dtypes, but the host-only ones") {
@@ -176,6 +176,85 @@ TEST_CASE("cuda host: NHWC convolutions and pooling are placed on the host, NCHW
         seen += st.def->type == "conv2d" || st.def->type == "pool2d";
     }
     CHECK(seen == 4);
+}
+
+namespace {
+// A host communicator that says it moves CUDA memory, for planning.
+struct cuda_memory_comm final : Communicator {
+    int rank() const noexcept override { return 0; }
+    int size() const noexcept override { return 1; }
+    std::string describe() const override { return "rank 0 of 1 (CUDA memory, for planning)"; }
+    std::string_view memory() const noexcept override { return "cuda"; }
+    void all_reduce(void*, std::int64_t, DataType, ReduceOp, const char*) override {}
+    void broadcast(void*, std::int64_t, DataType, int, const char*) override {}
+    void all_gather(const void*, std::int64_t, DataType, void*, const char*) override {}
+    [[noreturn]] void abort(int) noexcept override { std::abort(); }
+};
+// x -> c_allreduce_sum (ring 0) -> relu -> c_allgather (ring 1) -> c_broadcast (ring 0).
+struct collective_chain {
+    Program p;
+    Var<float> x = p.input<float>("x", {-1, 3});
+    Var<float> y = c_broadcast(c_allgather(relu(c_allreduce_sum(x, 0)), 1, 1), 0, 0);
+};
+}  // namespace
+
+TEST_CASE("cuda host: collective steps run on the device for a ring whose communicator moves its memory") {
+    const auto ctx = cuda_planning_context();
+    collective_chain n;
+    const std::vector<TargetRef> targets{n.y};
+    const std::vector<std::string> fed{"x"};
+    auto places = [&](std::uint64_t device_rings) {
+        const ExecutionPlan plan = make_plan(n.p.desc(), targets, fed, ctx.get(), device_rings);
+        std::string got;
+        for (const auto& st : plan.steps)
+            got += (got.empty() ? "" : " ") + std::string(st.def->type) + (st.place == Place::device ? "@cuda" : "@cpu");
+        return got;
+    };
+    // (A copy runs where it writes.)
+    CHECK(places(0) == "c_allreduce_sum@cpu memcpy_h2d@cuda relu@cuda memcpy_d2h@cuda c_allgather@cpu c_broadcast@cpu");
+    CHECK(places(1) == "memcpy_h2d@cuda c_allreduce_sum@cuda relu@cuda memcpy_d2h@cuda c_allgather@cpu "
+                       "memcpy_h2d@cuda c_broadcast@cuda memcpy_d2h@cuda");
+    CHECK(places(3) == "memcpy_h2d@cuda c_allreduce_sum@cuda relu@cuda c_allgather@cuda c_broadcast@cuda memcpy_d2h@cuda");
+    // Bits beyond ring 63 are never set: such rings run on the host.
+    CHECK(places(~std::uint64_t(0)) == places(3));
+    // A CPU session never asks for device rings; its steps are all host steps whatever the communicator says.
+    SessionOptions o;
+    o.comms = {std::make_shared<cuda_memory_comm>(), std::make_shared<SelfCommunicator>()};
+    Session<cpu> cpu_session(n.p, o);
+    xt::xarray<float> x = {{1, -2, 3}};
+    CHECK(cpu_session.eval(TargetRef(n.y), {{n.x, x}}).shape() == Shape{1, 3});
+}
+
+// dlgraph::cuda links no NCCL: it is loaded when a communicator is made.
+TEST_CASE("cuda host: NCCL is loaded at run time; one that cannot be loaded is a clear error") {
+    // First a library that is not there (the first successful load is kept).
+    CHECK_THROWS_CONTAINING(nccl::library_version("/nonexistent/libnccl.so.2"), comm_error, "[dlgraph.comm.nccl]",
+                            "cannot load NCCL from '/nonexistent/libnccl.so.2' (Options::library)",
+                            "set DLGRAPH_NCCL_LIBRARY");
+    CHECK_THROWS_CONTAINING(nccl::Communicator(0, {.library = "/nonexistent/libnccl.so.2"}), comm_error,
+                            "[dlgraph.comm.nccl]", "cannot load NCCL");
+#ifdef DLGRAPH_TEST_NCCL_LIBRARY
+    // The toolkit's NCCL, where it has one: every function dlgraph calls resolves.
+    if (std::FILE* f = std::fopen(DLGRAPH_TEST_NCCL_LIBRARY, "rb")) {
+        std::fclose(f);
+        const int v = nccl::library_version(DLGRAPH_TEST_NCCL_LIBRARY);
+        MESSAGE("NCCL " << DLGRAPH_TEST_NCCL_LIBRARY << ": version code " << v);
+        CHECK(v >= 2000);
+        CHECK(v < 30000);
+        std::string why;
+        if (!cuda_available(&why)) {  // no GPU: making a communicator is an error, not a crash
+            CHECK_THROWS_CONTAINING(nccl::Communicator(0), comm_error, "[dlgraph.comm.nccl]",
+                                    "nccl::Communicator on NCCL rank 0 of 1 (GPU 0)");
+            try {
+                nccl::Communicator c(0);
+            } catch (const comm_error& e) {
+                MESSAGE("without a GPU: " << std::string(e.what()));
+            }
+        }
+    } else {
+        MESSAGE("no NCCL at " << DLGRAPH_TEST_NCCL_LIBRARY << ": only the load errors are checked");
+    }
+#endif
 }
 
 TEST_CASE("cuda host: without a GPU a CUDA session is a clear error") {
@@ -787,6 +866,145 @@ TEST_CASE("cuda: close gives the plan's device memory back") {
     CHECK(closed.allocated_bytes <= cuda::options.cublas_workspace_bytes + (std::size_t(16) << 10));
     cuda_release_cached(s.device());
     CHECK(cuda_stats(s.device()).reserved_bytes <= cuda::options.cublas_workspace_bytes + (std::size_t(2) << 20));
+}
+
+// ---- NCCL on the GPU ------------------------------------------------------------------------
+
+namespace {
+// A one-rank NCCL communicator on GPU 0, or null (with the reason given)
+// where NCCL cannot be loaded: then the NCCL cases are skipped, saying so,
+// unless DLGRAPH_REQUIRE_NCCL is set (scripts/gpu_check.sh sets it), which
+// makes that a failure.
+std::shared_ptr<nccl::Communicator> one_rank_nccl() {
+    try {
+        return std::make_shared<nccl::Communicator>(0);
+    } catch (const comm_error& e) {
+        if (std::getenv("DLGRAPH_REQUIRE_NCCL")) FAIL(e.what());
+        MESSAGE("SKIPPED, NCCL cannot be used here: " << e.what());
+        return nullptr;
+    }
+}
+template <class T> Tensor numbered(std::int64_t rows, int seed) {
+    Tensor t(dtype_of<T>, Shape{rows, 3});
+    auto* b = static_cast<unsigned char*>(t.raw());
+    for (std::size_t i = 0; i < t.bytes(); ++i) b[i] = static_cast<unsigned char>((i * 37 + seed) % 7);
+    return t;
+}
+bool same_bits(const Tensor& a, const Tensor& b) {
+    return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+}
+}  // namespace
+
+TEST_CASE("cuda: collective ops over a one-rank NCCL communicator run on the device, as the host's do") {
+    const auto comm = one_rank_nccl();
+    if (!comm) return;
+    MESSAGE(comm->describe() << ", NCCL version code " << nccl::library_version());
+    CHECK(comm->memory() == "cuda");
+    auto one = [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        CAPTURE(to_string(dtype_of<T>));
+        Program p;
+        auto x = p.input<T>("x", {-1, 3});
+        std::vector<Var<T>> outs{c_broadcast(x), c_allgather(x, 1)};
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                      std::is_same_v<T, std::int64_t>)
+            for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::prod})
+                outs.push_back(c_allreduce(x, op));
+        std::vector<TargetRef> targets(outs.begin(), outs.end());
+        SessionOptions host_ring, device_ring;
+        host_ring.comms = {std::make_shared<SelfCommunicator>()};
+        device_ring.comms = {comm};
+        Session<cpu> ref(p, host_ring);
+        Session<cuda> s(p, device_ring);
+        for (std::int64_t rows : {0, 1, 341, 1 << 17}) {  // empty, one, 1023 and 393216 elements
+            CAPTURE(rows);
+            const Tensor in = numbered<T>(rows, static_cast<int>(rows));
+            const CudaStats before = cuda_stats(s.device());
+            const auto got = s.eval(targets, {{"x", in}});
+            const CudaStats after = cuda_stats(s.device());
+            const auto want = ref.eval(targets, {{"x", in}});
+            for (std::size_t k = 0; k < outs.size(); ++k) CHECK(same_bits(got[k], want[k]));
+            // The collectives ran on the device: x went up once, the results came down, one wait.
+            CHECK(after.synchronizations - before.synchronizations == 1);
+            CHECK(after.copies_to_device - before.copies_to_device == (rows ? 1 : 0));
+        }
+    };
+    for (int t = 0; t < num_dtypes; ++t) visit_dtype(static_cast<DataType>(t), one);
+}
+
+TEST_CASE("cuda: data-parallel training over one-rank NCCL has the bits of the host all-reduce, and follows the CPU") {
+    const auto comm = one_rank_nccl();
+    if (!comm) return;
+    auto build = [](Program& p) {
+        auto x = p.input<float>("x", {-1, 20});
+        auto label = p.input<std::int64_t>("label", {-1, 1});
+        auto w1 = p.parameter<float>("w1", {20, 32}, init::xavier_uniform(3));
+        auto b1 = p.parameter<float>("b1", {32}, init::constant(0.01));
+        auto w2 = p.parameter<float>("w2", {32, 5}, init::xavier_uniform(4));
+        auto b2 = p.parameter<float>("b2", {5}, init::constant(0));
+        auto [prob, xent] = softmax_with_cross_entropy(matmul(relu(matmul(x, w1) + b1), w2) + b2, label);
+        auto loss = mean(xent);
+        TrainStep step = SGD(0.1).data_parallel(1).minimize(loss);
+        return std::tuple{x, label, loss, step};
+    };
+    Program pn, ph, pc;
+    auto [xn, ln, lossn, stepn] = build(pn);
+    auto [xh, lh, lossh, steph] = build(ph);
+    auto [xc, lc, lossc, stepc] = build(pc);
+    SessionOptions on_nccl, on_host;
+    on_nccl.comms = {comm};
+    on_host.comms = {std::make_shared<SelfCommunicator>()};
+    Session<cuda> nccl_session(pn, on_nccl), host_session(ph, on_host);
+    Session<cpu> ref(pc, on_host);
+    CHECK(broadcast_persistables(nccl_session, *comm) == 5);  // w1, b1, w2, b2, the learning rate
+    CHECK(broadcast_persistables(host_session, *on_host.comms[0]) == 5);
+    const auto x = batch(32, 20, 9);
+    xt::xarray<std::int64_t> labels = xt::xarray<std::int64_t>::from_shape({32, 1});
+    for (std::size_t i = 0; i < 32; ++i) labels(i, 0) = static_cast<std::int64_t>(i * 3 % 5);
+    for (int it = 0; it < 20; ++it) {
+        const CudaStats before = cuda_stats(nccl_session.device());
+        auto a = nccl_session.eval(stepn.with({lossn}), {{xn, x}, {ln, labels}});
+        const CudaStats after = cuda_stats(nccl_session.device());
+        auto b = host_session.eval(steph.with({lossh}), {{xh, x}, {lh, labels}});
+        auto c = ref.eval(stepc.with({lossc}), {{xc, x}, {lc, labels}});
+        CHECK(same_bits(a.back(), b.back()));
+        CHECK(compare(a.back(), c.back(), 1e-4, 1e-12) == "");
+        if (it > 0) {
+            CHECK(after.synchronizations - before.synchronizations == 1);
+            CHECK(after.copies_to_host - before.copies_to_host == 1);  // the loss: the gradients stay on the GPU
+        }
+    }
+    for (const char* w : {"w1", "b1", "w2", "b2"}) {
+        CAPTURE(w);
+        CHECK(same_bits(nccl_session.eval(w), host_session.eval(w)));
+    }
+    // The runs of device steps between the all-reduces are replayed as CUDA
+    // graphs; the all-reduces themselves never enter a recording.
+    const CudaStats st = cuda_stats(nccl_session.device());
+    CHECK(st.graph_replays > 0);
+    CHECK(st.graph_failures == 0);
+    MESSAGE("NCCL session: " << st.graphs_recorded << " graphs recorded, " << st.graph_replays << " replays");
+}
+
+TEST_CASE("cuda: an NCCL communicator given host memory is a clear error, and the session keeps working") {
+    const auto comm = one_rank_nccl();
+    if (!comm) return;
+    std::vector<float> host(8, 1.0f);
+    CHECK_THROWS_CONTAINING(comm->all_reduce(host.data(), 8, DataType::FP32, ReduceOp::sum, "test"), comm_error,
+                            "[dlgraph.comm.memory]", "not in GPU memory");
+    CHECK_FALSE(comm->broken());
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = c_allreduce_sum(x);
+    auto z = relu(x);
+    SessionOptions o;
+    o.comms = {comm};
+    Session<cpu> s(p, o);  // a CPU session runs the collective on the host, where NCCL has no memory
+    xt::xarray<float> xv = {1, -2, 3};
+    CHECK_THROWS_CONTAINING(s.eval(TargetRef(y), {{x, xv}}), comm_error, "[dlgraph.comm.memory]");
+    CHECK(s.eval(TargetRef(z), {{x, xv}}).data<float>()[2] == 3.0f);
+    CHECK_THROWS_CONTAINING(broadcast_persistables(s, *comm), comm_error, "[dlgraph.comm.memory]",
+                            "moves cuda memory, but the session runs on cpu");
 }
 
 // `--host`: the cases that need no GPU. Otherwise the GPU cases, or exit
