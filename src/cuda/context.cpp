@@ -259,6 +259,7 @@ void cuda_context::synchronize() {
     // Collectives queued: wait watching their communicators (an error or a
     // timeout aborts them, which ends their kernels; the wait below then
     // returns).
+    const cudaError_t queued = cudaGetLastError();  // a failed launch, before the polls below
     std::exception_ptr comm_failure;
     if (!watched_.empty()) {
         try {
@@ -269,7 +270,8 @@ void cuda_context::synchronize() {
         watched_.clear();
     }
     const cudaError_t e = cudaStreamSynchronize(memory_->stream);
-    const cudaError_t launch = cudaGetLastError();
+    const cudaError_t after = cudaGetLastError();
+    const cudaError_t launch = queued != cudaSuccess ? queued : after;
     finish_staging(!comm_failure && copy == cudaSuccess && e == cudaSuccess && launch == cudaSuccess);
     if (comm_failure) std::rethrow_exception(comm_failure);
     check(copy, "cudaMemcpyAsync");

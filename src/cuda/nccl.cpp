@@ -5,7 +5,9 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -131,9 +133,10 @@ struct state {
     Options opts;
     ncclComm_t comm = nullptr;
     int rank = 0, size = 1, device = 0;
-    bool broken = false;
+    std::atomic<bool> broken{false};
     cudaStream_t own_stream = nullptr;  // for the host-facing calls, made on first use
     std::mutex mu;                       // those calls, one at a time
+    std::mutex queue_mu;                 // the NCCL calls themselves (sessions on several threads)
 
     std::string describe() const {
         return "NCCL rank " + std::to_string(rank) + " of " + std::to_string(size) + " (GPU " + std::to_string(device) +
@@ -152,9 +155,24 @@ struct state {
     }
     // Aborts the NCCL communicator (its queued kernels end); later calls throw.
     void abort_comm() noexcept {
+        const std::lock_guard lock(queue_mu);
         broken = true;
         if (comm) lib->comm_abort(comm);
         comm = nullptr;
+    }
+    // GPU `device` made current and its context started, or comm_error.
+    void use_gpu(const char* what) const {
+        int previous = -1;
+        if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+        cudaError_t e = cudaSetDevice(device);
+        if (e == cudaSuccess) e = cudaFree(nullptr);  // starts the context
+        if (previous >= 0 && previous != device) cudaSetDevice(previous);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            throw comm_error("dlgraph.comm.nccl", std::string(what) + " on " + describe() + ": GPU " +
+                                                      std::to_string(device) + " is not usable: " +
+                                                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+        }
     }
     void init(int nranks, int myrank, const ncclUniqueId& id, const char* what) {
         rank = myrank;
@@ -195,20 +213,22 @@ Communicator::Communicator(dlgraph::Communicator& bootstrap, int device, Options
     s_->opts = std::move(opts);
     s_->device = device;
     const char* what = "nccl::Communicator";
-    // Every rank loads NCCL and says whether it could, so that no rank waits
-    // in ncclCommInitRank for one that cannot come.
-    std::string load_error;
+    // Every rank loads NCCL and makes its GPU usable, and says whether it
+    // could, so that no rank waits in ncclCommInitRank for one that cannot
+    // come.
+    std::exception_ptr failure;
     try {
         s_->lib = &load(s_->opts.library);
-    } catch (const comm_error& e) {
-        load_error = e.what();
+        s_->use_gpu(what);
+    } catch (...) {
+        failure = std::current_exception();
     }
-    std::int32_t ok = load_error.empty() ? 1 : 0;
+    std::int32_t ok = failure ? 0 : 1;
     bootstrap.all_reduce(&ok, 1, DataType::INT32, ReduceOp::min, what);
-    if (!load_error.empty()) throw comm_error("dlgraph.comm.nccl", load_error);
+    if (failure) std::rethrow_exception(failure);
     if (!ok)
         throw comm_error("dlgraph.comm.nccl", std::string(what) + " on " + bootstrap.describe() +
-                                                  ": another rank could not load NCCL");
+                                                  ": another rank could not load NCCL or use its GPU");
     // Rank 0's id (and whether it got one) to every rank.
     std::int32_t msg[1 + NCCL_UNIQUE_ID_BYTES / 4] = {};
     ncclUniqueId id{};
@@ -228,6 +248,7 @@ Communicator::Communicator(int device, Options opts) : s_(std::make_unique<detai
     s_->opts = std::move(opts);
     s_->device = device;
     s_->lib = &load(s_->opts.library);
+    s_->use_gpu("nccl::Communicator");
     ncclUniqueId id{};
     s_->check(s_->lib->get_unique_id(&id), "nccl::Communicator", "ncclGetUniqueId");
     s_->init(1, 0, id, "nccl::Communicator");
@@ -249,6 +270,7 @@ std::string Communicator::describe() const { return s_->describe(); }
 
 void Communicator::all_reduce_on(const void* send, void* recv, std::int64_t count, DataType t, ReduceOp op,
                                  void* stream, const char* what) {
+    const std::lock_guard lock(s_->queue_mu);
     s_->check_usable(what);
     const ncclDataType_t nt = reduce_type(t, what);
     if (count <= 0) return;
@@ -260,6 +282,7 @@ void Communicator::all_reduce_on(const void* send, void* recv, std::int64_t coun
 // Broadcast and all-gather move bytes: any dtype.
 void Communicator::broadcast_on(const void* send, void* recv, std::int64_t count, DataType t, int root, void* stream,
                                 const char* what) {
+    const std::lock_guard lock(s_->queue_mu);
     s_->check_usable(what);
     if (root < 0 || root >= s_->size)
         throw comm_error("dlgraph.comm.root", std::string(what) + ": root " + std::to_string(root) + " is not a rank of " +
@@ -272,6 +295,7 @@ void Communicator::broadcast_on(const void* send, void* recv, std::int64_t count
 
 void Communicator::all_gather_on(const void* send, void* recv, std::int64_t count, DataType t, void* stream,
                                  const char* what) {
+    const std::lock_guard lock(s_->queue_mu);
     s_->check_usable(what);
     if (count <= 0) return;
     s_->check(s_->lib->all_gather(send, recv, static_cast<size_t>(count) * dtype_size(t), ncclUint8, s_->comm,
@@ -289,17 +313,27 @@ void wait_all(void* stream, Communicator* const* comms, std::size_t n, const cha
     for (;;) {
         const cudaError_t q = cudaStreamQuery(static_cast<cudaStream_t>(stream));
         if (q != cudaErrorNotReady) return;  // done, or a CUDA error the caller's wait reports
+        cudaGetLastError();                  // "not ready" is no error of the next call's
         for (std::size_t i = 0; i < n; ++i) {
             detail::state& s = *comms[i]->s_;
+            bool was_broken = false;
             ncclResult_t async = ncclSuccess;
-            if (!s.comm) continue;
-            if (s.lib->comm_get_async_error(s.comm, &async) != ncclSuccess) async = ncclSystemError;
+            {
+                const std::lock_guard lock(s.queue_mu);
+                was_broken = s.broken;
+                if (!was_broken && s.lib->comm_get_async_error(s.comm, &async) != ncclSuccess) async = ncclSystemError;
+            }
+            // Aborted by another waiter (a session or a call on another
+            // thread): what this stream queued on it was cut off.
+            if (was_broken)
+                fail("dlgraph.comm.broken", s.describe() + ": the communicator broke while its collectives were "
+                                                           "queued (an error or timeout seen by another wait)");
             if (async != ncclSuccess && async != ncclInProgress)
                 fail("dlgraph.comm.nccl", s.describe() + ": " + s.lib->get_error_string(async) +
                                               "; the communicator is aborted");
         }
         const auto waited = std::chrono::steady_clock::now() - start;
-        if (waited > timeout)
+        if (std::chrono::duration_cast<std::chrono::milliseconds>(waited) > timeout)
             fail("dlgraph.comm.timeout",
                  comms[0]->describe() + ": the queued collectives did not complete within " +
                      std::to_string(timeout.count()) + " ms (a peer that never joined them?); the communicator is aborted");

@@ -34,6 +34,11 @@
 // graphs: the runs of device steps around them are replayed, they launch
 // one by one.
 //
+// Sessions on several threads may share a communicator: its NCCL calls
+// are made one at a time. As with MPI, every rank must queue the same
+// collectives in the same order, so such sessions must take their turns
+// alike on every rank.
+//
 // This header needs no CUDA or NCCL header: g++ compiles a program that
 // uses it, and links dlgraph::cuda.
 #pragma once
