@@ -7,7 +7,10 @@
 
 Pairs BM_<what>_dlgraph/<args> with BM_<what>_libtorch/<args> (or
 BM_<what>_openblas/<args>: bench_gemm's BM_train_*), repetition by repetition (random interleaving alternates them), and prints each side's
-median time, the median of the per-repetition ratios and their range.
+median time, the median of the per-repetition ratios and their range, and
+the ratio of the two sides' fastest repetitions ("best"): on a shared
+machine whose other tenants slow a core down for seconds at a time, the
+fastest repetition of each is the one least disturbed.
 """
 import json
 import statistics
@@ -35,7 +38,7 @@ def main(path):
                 if "GFLOP/s" in r:
                     gflops[(what, args, side)].append(r["GFLOP/s"])
     unit = runs[0].get("time_unit", "us") if runs else "us"
-    print(f"{'benchmark':44} {'dlgraph':>10} {'reference':>10} {'ratio':>6}  range        GFLOP/s d / r")
+    print(f"{'benchmark':44} {'dlgraph':>10} {'reference':>10} {'ratio':>6}  range      best   GFLOP/s d / r")
     for (what, args, side) in sorted(times):
         if side != "dlgraph" or (what, args, "reference") not in times:
             continue
@@ -46,7 +49,7 @@ def main(path):
         gf = f"{statistics.median(gd):6.1f} / {statistics.median(gt):6.1f}" if gd and gt else ""
         name = f"{what}/{args}" + (f" ({label})" if label else "")
         print(f"{name:44} {statistics.median(d):9.1f}{unit[:2]} {statistics.median(t):9.1f}{unit[:2]} "
-              f"{statistics.median(ratios):6.2f}  {min(ratios):.2f}-{max(ratios):.2f}  {gf}")
+              f"{statistics.median(ratios):6.2f}  {min(ratios):.2f}-{max(ratios):.2f}  {min(d) / min(t):5.2f}  {gf}")
 
 
 if __name__ == "__main__":
