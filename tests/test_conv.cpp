@@ -328,6 +328,9 @@ TEST_CASE("conv2d and its gradients match the reference where they read the imag
         {"SAME 4x4, 9 channels", {3, 9, 6, 17}, {10, 9, 4, 4}, {{1, 1}, {0, 0}, {1, 1}, 1, "SAME"}},
         // Top and bottom padding beyond the window: the adjoint's are negative.
         {"3x3, paddings 4, 3 / 1, 1", {2, 8, 6, 10}, {8, 8, 3, 3}, {{1, 1}, {4, 3, 1, 1}}},
+        // K = 9 and 8 (the direct product), 20 and 32 filters (a block of 16 partly used).
+        {"one channel, 3x3, 20 filters", {3, 1, 9, 13}, {20, 1, 3, 3}, {{1, 1}, {1, 1}}},
+        {"2 channels, 2x2 SAME, 32 filters", {2, 2, 7, 28}, {32, 2, 2, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, "SAME"}},
     };
     unsigned seed = 400;
     for (const conv_variant& v : variants) {
@@ -467,6 +470,71 @@ template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, boo
 }
 
 }  // namespace
+
+namespace {
+// One random window of conv_direct_serves' kind (K = c * kh * kw at most
+// conv_direct_max_k), m filters: the direct product in two strips of
+// columns against im2col and gemm_prepacked_a_block, bit for bit.
+bool direct_product_matches(std::mt19937& rng, bool& served) {
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    kernels::window2d g;
+    g.c = draw(1, 3), g.kh = draw(1, 3), g.kw = draw(1, 3), g.h = draw(1, 12), g.w = draw(1, 40);
+    g.dh = draw(1, 2), g.dw = draw(1, 2);
+    const std::int64_t across = (g.kw - 1) * g.dw;
+    g.pl = draw(0, int(across)), g.pr = across - g.pl;
+    g.pt = draw(0, int((g.kh - 1) * g.dh + 1)), g.pb = draw(0, int((g.kh - 1) * g.dh + 1));
+    g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
+    served = g.oh > 0 && kernels::conv_direct_serves<float>(g);
+    if (!served) return true;
+    const std::int64_t m = draw(1, 40), K = g.col_rows(), N = g.col_cols();
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<float> image(std::size_t(g.c * g.h * g.w)), filters(std::size_t(m * K)), col(std::size_t(K * N));
+    for (auto& v : image) v = float(u(rng));
+    for (auto& v : filters) v = float(u(rng));
+    kernels::im2col(g, image.data(), col.data());
+    aligned_buffer<float> packed(kernels::gemm_packed_a_size<float>(m, K));
+    kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.get());
+    const std::int64_t ws_size = kernels::gemm_prepacked_a_workspace_size<float>(N, K);
+    aligned_buffer<float> ws(ws_size);
+    std::vector<float> want(std::size_t(m * N), 7.0f), got(want.size(), -7.0f);
+    REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, 1.0f, packed.get(), col.data(), N, false, want.data(), N, 0, N,
+                                            ws.get(), ws_size));
+    std::vector<std::int64_t> offsets(std::size_t(kernels::conv_shifted_offsets_size<float>(g)));
+    std::vector<std::uint16_t> masks(std::size_t(kernels::conv_shifted_masks_size<float>(g)));
+    const auto tables = kernels::conv_shifted_tables_make<float>(g, offsets.data(), masks.data());
+    std::vector<float> direct(std::size_t(kernels::conv_direct_filters_size<float>(m, g)));
+    kernels::conv_direct_pack_filters(m, g, filters.data(), direct.data());
+    const std::int64_t mid = N / kernels::gemm_nr<float> / 2 * kernels::gemm_nr<float>;
+    kernels::conv_direct_product<float>(g, m, direct.data(), tables, image.data(), got.data(), N, 0, mid);
+    kernels::conv_direct_product<float>(g, m, direct.data(), tables, image.data(), got.data(), N, mid, N);
+    const bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0;
+    if (!same)
+        MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
+                     << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr << " m " << m);
+    return same;
+}
+}  // namespace
+
+TEST_CASE("kernels::conv_direct_product gives the bits of im2col and the packed GEMM, in strips of columns") {
+    if (!kernels::conv_shifted_built) {
+        MESSAGE("not built here (it needs AVX-512): convolutions take im2col");
+        return;
+    }
+    std::mt19937 rng(23);
+    int served = 0;
+    for (int it = 0; it < 1500; ++it) {
+        bool s = false;
+        REQUIRE(direct_product_matches(rng, s));
+        served += s;
+    }
+    CHECK(served > 800);
+    kernels::window2d g;  // conv1 of the demo: one channel, 3x3, padding 1
+    g.c = 1, g.h = g.w = 28, g.kh = g.kw = 3, g.pt = g.pl = g.pb = g.pr = 1, g.oh = g.ow = 28;
+    CHECK(kernels::conv_direct_serves<float>(g));
+    CHECK_FALSE(kernels::conv_direct_serves<double>(g));
+    g.c = 2;  // K = 18
+    CHECK_FALSE(kernels::conv_direct_serves<float>(g));
+}
 
 TEST_CASE("kernels::conv_shifted_product gives the bits of im2col and the packed GEMM, in strips of columns") {
     if (!kernels::conv_shifted_built) {

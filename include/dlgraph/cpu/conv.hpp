@@ -214,6 +214,28 @@ template <class T> bool shifted_product_serves(const conv_products& p) {
 template <class T> bool takes_shifted_product(const conv_products& p, const conv_filters<T>& filters) {
     return filters.packed && shifted_product_serves<T>(p);
 }
+// Where the shifted product would serve and the column matrix has at most
+// kernels::conv_direct_max_k rows: the direct product (the same bits). The
+// demo's conv1 (one channel, 3x3, 32 filters, 28x28, batch 64) took
+// 0.58-1.4 ms on one thread with the shifted product, 0.39-0.48 ms with
+// this, on a core shared with other work (bench/README.md, 2026-12-03).
+template <class T> bool takes_direct_product(const conv_products& p) {
+    return kernels::conv_direct_serves<T>(p.win) && shifted_product_serves<T>(p);
+}
+// Every group's filters as kernels::conv_direct_product reads them, in the
+// calling thread's workspace.
+template <class T> struct direct_filters {
+    const T* packed = nullptr;
+    std::int64_t per_group = 0;
+    direct_filters(const conv_products& p, const T* f) {
+        static thread_local gemm_detail::workspace<T> ws;
+        per_group = kernels::conv_direct_filters_size<T>(p.mg, p.win);
+        T* const out = ws.get(std::max<std::int64_t>(p.groups * per_group, 1));
+        for (std::int64_t g = 0; g < p.groups; ++g)
+            kernels::conv_direct_pack_filters(p.mg, p.win, p.filter(f, g), out + g * per_group);
+        packed = out;
+    }
+};
 template <class T> kernels::conv_shifted_tables shifted_tables(const kernels::window2d& g) {
     static thread_local gemm_detail::workspace<std::int64_t> offsets;
     static thread_local gemm_detail::workspace<std::uint16_t> masks;
@@ -269,6 +291,18 @@ template <class F> void for_each_image(std::int64_t images, F f) {
 // read from the image itself where the kernel core can (takes_shifted_product),
 // else through the column matrix; the bits are the same either way.
 template <class T> void conv_forward(const conv_products& p, const T* f, const T* x, T* y) {
+    if (takes_direct_product<T>(p)) {
+        const auto tables = shifted_tables<T>(p.win);
+        const direct_filters<T> filters(p, f);
+        for_each_image(p.images, [&](std::int64_t n) {
+            for (std::int64_t g = 0; g < p.groups; ++g)
+                gemm_detail::for_each_strip(p.ohw, kernels::gemm_nr<T>, p.mg, p.ohw, p.kk, [&](std::int64_t c0, std::int64_t c1) {
+                    kernels::conv_direct_product<T>(p.win, p.mg, filters.packed + g * filters.per_group, tables,
+                                                    p.image(x, n, g), p.output(y, n, g), p.ohw, c0, c1);
+                });
+        });
+        return;
+    }
     const conv_filters<T> filters(p, f, false);
     if (takes_shifted_product(p, filters)) {
         const auto tables = shifted_tables<T>(p.win);

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "dlgraph/kernels/conv.hpp"
 #include "dlgraph/kernels/gemm.hpp"
@@ -215,6 +216,102 @@ void conv_shifted_product(const window2d& g, std::int64_t m, const T* packed_a, 
 #else
     (void)g, (void)m, (void)packed_a, (void)tables, (void)image, (void)C, (void)ldc, (void)c0, (void)c1, (void)workspace;
     (void)packed_at;
+#endif
+}
+
+// ---- small products straight from the image -----------------------------------------------
+// Where the column matrix has few rows (K = c * kh * kw at most
+// conv_direct_max_k: the demo's conv1, one channel 3x3, has 9), a tile of
+// the product above multiplies 9 rows and stores, and packing its panel
+// from the image costs about as much again: conv1 ran at 20-50 GFLOP/s,
+// a fifth to a half of this core's FMAs. The direct product loads the K
+// shifted vectors of 16 output pixels once (masked as the panels read
+// them) and multiplies them by 16 filters at a time, each weight
+// broadcast. Every element is the GEMM's chain (0, then one fused
+// multiply-add per k in order, times alpha = 1), so the bits are those of
+// im2col and the packed GEMM. FP32 (16-lane masks).
+inline constexpr std::int64_t conv_direct_max_k = 12;
+template <class T> constexpr bool conv_direct_serves(const window2d& g) noexcept {
+    return std::is_same_v<T, float> && conv_shifted_serves<T>(g) && gemm_detail::nr<T> % 16 == 0 &&
+           g.col_rows() <= conv_direct_max_k;
+}
+// The filters as conv_direct_product reads them: m rows of K, zero rows
+// after them to a multiple of 16.
+template <class T> constexpr std::int64_t conv_direct_filters_size(std::int64_t m, const window2d& g) noexcept {
+    return (m + 15) / 16 * 16 * g.col_rows();
+}
+template <class T> void conv_direct_pack_filters(std::int64_t m, const window2d& g, const T* f, T* out) noexcept {
+    const std::int64_t K = g.col_rows(), n = conv_direct_filters_size<T>(m, g);
+    for (std::int64_t i = 0; i < n; ++i) out[i] = i < m * K ? f[i] : T(0);
+}
+
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+namespace gemm_detail {
+template <int K>
+void direct_columns(const window2d& g, std::int64_t m, const float* f, const conv_shifted_tables& tables,
+                    const float* image, float* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1) noexcept {
+    constexpr int NR = nr<float>;
+    const std::int64_t taps = g.kh * g.kw, plane = g.h * g.w;
+    std::int64_t offset[K];  // row k of the column matrix: tap k % taps of channel k / taps
+    for (int k = 0; k < K; ++k) offset[k] = k / taps * plane + tables.offset[k % taps];
+    // Addresses are integers: with the padding's lanes left out, a run may
+    // start before the image or end after it.
+    const auto base = reinterpret_cast<std::uintptr_t>(image);
+    for (std::int64_t j = c0; j < c1; j += 16) {
+        // The vector's masks: tile j / NR, vector (j % NR) / 16, per tap.
+        const std::uint16_t* const mask = tables.mask + j / NR * taps * nv + j % NR / 16;
+        __m512 x[K];
+        DLGRAPH_UNROLL(16)
+        for (int k = 0; k < K; ++k) {
+            const __mmask16 mk = _load_mask16(const_cast<__mmask16*>(mask + k % taps * nv));
+            x[k] = _mm512_maskz_loadu_ps(mk, reinterpret_cast<const void*>(
+                                                 base + static_cast<std::uintptr_t>((offset[k] + j) * std::int64_t(4))));
+        }
+        const std::int64_t n = std::min<std::int64_t>(16, c1 - j);
+        const __mmask16 keep = static_cast<__mmask16>(n == 16 ? 0xffffu : (1u << n) - 1u);
+        for (std::int64_t m0 = 0; m0 < m; m0 += 16) {
+            const float* const fm = f + m0 * K;
+            __m512 acc[16];
+            DLGRAPH_UNROLL(16)
+            for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+            // The k loop is left rolled: unrolled, GCC 12 emitted each
+            // accumulator's chain of K multiply-adds one after the other
+            // (latency-bound, 3.5x slower) and copied the weights to the stack.
+            for (int k = 0; k < K; ++k) {
+                DLGRAPH_UNROLL(16)
+                for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(fm[i * K + k]), x[k], acc[i]);
+            }
+            const int rows = static_cast<int>(std::min<std::int64_t>(16, m - m0));
+            DLGRAPH_UNROLL(16)
+            for (int i = 0; i < 16; ++i) {
+                if (i >= rows) break;
+                _mm512_mask_storeu_ps(C + (m0 + i) * ldc + j, keep, acc[i]);
+            }
+        }
+    }
+}
+template <int... Ks>
+void direct_columns_of(std::integer_sequence<int, Ks...>, int K, const window2d& g, std::int64_t m, const float* f,
+                       const conv_shifted_tables& tables, const float* image, float* C, std::int64_t ldc,
+                       std::int64_t c0, std::int64_t c1) noexcept {
+    ((K == Ks + 1 ? direct_columns<Ks + 1>(g, m, f, tables, image, C, ldc, c0, c1) : void()), ...);
+}
+}  // namespace gemm_detail
+#endif
+
+// Columns [c0, c1) of C [m, ohw] (row stride ldc) = F x col, col being
+// im2col(g, image) and F the filters as conv_direct_pack_filters wrote
+// them; `tables` from conv_shifted_tables_make. Only where
+// conv_direct_serves<T>(g); c0 a multiple of 16.
+template <class T>
+void conv_direct_product(const window2d& g, std::int64_t m, const T* filters, const conv_shifted_tables& tables,
+                         const T* image, T* C, std::int64_t ldc, std::int64_t c0, std::int64_t c1) noexcept {
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+    if constexpr (std::is_same_v<T, float>)
+        gemm_detail::direct_columns_of(std::make_integer_sequence<int, int(conv_direct_max_k)>{}, int(g.col_rows()), g, m,
+                                       filters, tables, image, C, ldc, c0, c1);
+#else
+    (void)g, (void)m, (void)filters, (void)tables, (void)image, (void)C, (void)ldc, (void)c0, (void)c1;
 #endif
 }
 
