@@ -413,6 +413,62 @@ TEST_CASE("im2col and col2im_add match a direct reference for random windows, wh
 
 namespace {
 
+// A random window with stride 1 and the output as wide as the input:
+// channels, height, width and window sides drawn from the ranges given,
+// dilation 1 or 2, any left / right split of the padding across, top and
+// bottom paddings up to one past the window (oh may then be 0 or less).
+kernels::window2d same_width_window(std::mt19937& rng, std::pair<int, int> c, std::pair<int, int> h,
+                                    std::pair<int, int> w, std::pair<int, int> k) {
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    kernels::window2d g;
+    g.c = draw(c.first, c.second), g.h = draw(h.first, h.second), g.w = draw(w.first, w.second);
+    g.kh = draw(k.first, k.second), g.kw = draw(k.first, k.second);
+    g.dh = draw(1, 2), g.dw = draw(1, 2);
+    const std::int64_t across = (g.kw - 1) * g.dw;
+    g.pl = draw(0, int(across)), g.pr = across - g.pl;
+    g.pt = draw(0, int((g.kh - 1) * g.dh + 1)), g.pb = draw(0, int((g.kh - 1) * g.dh + 1));
+    g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
+    return g;
+}
+
+// A product to check for window g and m filters: random image and filters
+// in [-1, 1], the filters packed as A, what im2col and
+// gemm_prepacked_a_block make of them (want), the tables of the shifted
+// product, and an output to fill (got, -7 everywhere).
+template <class T> struct shifted_case {
+    const kernels::window2d& g;
+    std::int64_t m, K, N;
+    std::vector<T> image, filters, want, got;
+    aligned_buffer<T> packed;
+    std::vector<std::int64_t> offsets;
+    std::vector<std::uint16_t> masks;
+    kernels::conv_shifted_tables tables;
+    shifted_case(std::mt19937& rng, const kernels::window2d& win, std::int64_t filters_m)
+        : g(win), m(filters_m), K(win.col_rows()), N(win.col_cols()), image(std::size_t(win.c * win.h * win.w)),
+          filters(std::size_t(m * K)), want(std::size_t(m * N), T(7)), got(want.size(), T(-7)),
+          packed(kernels::gemm_packed_a_size<T>(m, K)), offsets(std::size_t(kernels::conv_shifted_offsets_size<T>(win))),
+          masks(std::size_t(kernels::conv_shifted_masks_size<T>(win))),
+          tables(kernels::conv_shifted_tables_make<T>(win, offsets.data(), masks.data())) {
+        std::uniform_real_distribution<double> u(-1, 1);
+        for (auto& v : image) v = T(u(rng));
+        for (auto& v : filters) v = T(u(rng));
+        std::vector<T> col(std::size_t(K * N));
+        kernels::im2col(g, image.data(), col.data());
+        kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.get());
+        const std::int64_t ws_size = kernels::gemm_prepacked_a_workspace_size<T>(N, K);
+        aligned_buffer<T> ws(ws_size);
+        REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.get(), col.data(), N, false, want.data(), N, 0,
+                                                N, ws.get(), ws_size));
+    }
+    bool same() const { return std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0; }
+    // The column where the strips split: a multiple of gemm_nr near the middle.
+    std::int64_t mid() const { return N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>; }
+    void report() const {
+        MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
+                     << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr << " m " << m);
+    }
+};
+
 // One random window of conv_shifted_serves' kind (stride 1, the output as
 // wide as the input, any top and bottom padding), m filters: the product
 // read from the image, in two strips of columns, against im2col and
@@ -422,50 +478,30 @@ namespace {
 // when the draw does not serve.
 template <class T> bool shifted_product_matches(std::mt19937& rng, bool big, bool& served, int& edges) {
     auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-    kernels::window2d g;
-    g.c = big ? draw(29, 40) : draw(1, 7), g.h = draw(1, big ? 5 : 9), g.w = draw(1, big ? 20 : 40);
-    g.kh = draw(big ? 3 : 1, 4), g.kw = draw(big ? 3 : 1, 4);  // big: K > 256, two k blocks or more
-    g.dh = draw(1, 2), g.dw = draw(1, 2);
-    const std::int64_t across = (g.kw - 1) * g.dw;
-    g.pl = draw(0, int(across)), g.pr = across - g.pl;
-    g.pt = draw(0, int((g.kh - 1) * g.dh + 1)), g.pb = draw(0, int((g.kh - 1) * g.dh + 1));
-    g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
+    // big: K > 256, two k blocks or more
+    const kernels::window2d g = big ? same_width_window(rng, {29, 40}, {1, 5}, {1, 20}, {3, 4})
+                                    : same_width_window(rng, {1, 7}, {1, 9}, {1, 40}, {1, 4});
     served = g.oh > 0 && kernels::conv_shifted_serves<T>(g);
     if (!served) return true;
-    const std::int64_t m = big ? draw(100, 250) : draw(1, 40), K = g.col_rows(), N = g.col_cols();
-    std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<T> image(std::size_t(g.c * g.h * g.w)), filters(std::size_t(m * K)), col(std::size_t(K * N));
-    for (auto& v : image) v = T(u(rng));
-    for (auto& v : filters) v = T(u(rng));
-    kernels::im2col(g, image.data(), col.data());
-    aligned_buffer<T> packed(kernels::gemm_packed_a_size<T>(m, K));
-    kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.get());
-    const std::int64_t ws_size = kernels::gemm_prepacked_a_workspace_size<T>(N, K);
-    aligned_buffer<T> ws(ws_size);
-    std::vector<T> want(std::size_t(m * N), T(7)), got(want.size(), T(-7));
-    REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, T(1), packed.get(), col.data(), N, false, want.data(), N, 0, N,
-                                            ws.get(), ws_size));
-    std::vector<std::int64_t> offsets(std::size_t(kernels::conv_shifted_offsets_size<T>(g)));
-    std::vector<std::uint16_t> masks(std::size_t(kernels::conv_shifted_masks_size<T>(g)));
-    const auto tables = kernels::conv_shifted_tables_make<T>(g, offsets.data(), masks.data());
-    const std::int64_t mid = N / kernels::gemm_nr<T> / 2 * kernels::gemm_nr<T>;
+    shifted_case<T> c(rng, g, big ? draw(100, 250) : draw(1, 40));
+    const std::int64_t m = c.m, K = c.K, N = c.N, mid = c.mid();
     aligned_buffer<T> work(kernels::conv_shifted_workspace_size<T>(g));
-    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid, work.get());
-    kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N, work.get());
-    bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
+    kernels::conv_shifted_product<T>(g, m, c.packed.get(), c.tables, c.image.data(), c.got.data(), N, 0, mid, work.get());
+    kernels::conv_shifted_product<T>(g, m, c.packed.get(), c.tables, c.image.data(), c.got.data(), N, mid, N, work.get());
+    bool same = c.same();
     if (kernels::conv_shifted_has_edge<T>(g)) {  // again, the last tile transposed
         ++edges;
         aligned_buffer<T> packed_t(kernels::gemm_packed_b_size<T>(K, m));
-        kernels::gemm_pack_b(true, K, m, filters.data(), K, packed_t.get());
-        std::fill(got.begin(), got.end(), T(-7));
+        kernels::gemm_pack_b(true, K, m, c.filters.data(), K, packed_t.get());
+        std::fill(c.got.begin(), c.got.end(), T(-7));
         const T* at = packed_t.get();
-        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, 0, mid, work.get(), at);
-        kernels::conv_shifted_product<T>(g, m, packed.get(), tables, image.data(), got.data(), N, mid, N, work.get(), at);
-        same = same && std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0;
+        kernels::conv_shifted_product<T>(g, m, c.packed.get(), c.tables, c.image.data(), c.got.data(), N, 0, mid,
+                                         work.get(), at);
+        kernels::conv_shifted_product<T>(g, m, c.packed.get(), c.tables, c.image.data(), c.got.data(), N, mid, N,
+                                         work.get(), at);
+        same = same && c.same();
     }
-    if (!same)
-        MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
-                     << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr << " m " << m);
+    if (!same) c.report();
     return same;
 }
 
@@ -477,41 +513,16 @@ namespace {
 // columns against im2col and gemm_prepacked_a_block, bit for bit.
 bool direct_product_matches(std::mt19937& rng, bool& served) {
     auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
-    kernels::window2d g;
-    g.c = draw(1, 3), g.kh = draw(1, 3), g.kw = draw(1, 3), g.h = draw(1, 12), g.w = draw(1, 40);
-    g.dh = draw(1, 2), g.dw = draw(1, 2);
-    const std::int64_t across = (g.kw - 1) * g.dw;
-    g.pl = draw(0, int(across)), g.pr = across - g.pl;
-    g.pt = draw(0, int((g.kh - 1) * g.dh + 1)), g.pb = draw(0, int((g.kh - 1) * g.dh + 1));
-    g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w;
+    const kernels::window2d g = same_width_window(rng, {1, 3}, {1, 12}, {1, 40}, {1, 3});
     served = g.oh > 0 && kernels::conv_direct_serves<float>(g);
     if (!served) return true;
-    const std::int64_t m = draw(1, 40), K = g.col_rows(), N = g.col_cols();
-    std::uniform_real_distribution<double> u(-1, 1);
-    std::vector<float> image(std::size_t(g.c * g.h * g.w)), filters(std::size_t(m * K)), col(std::size_t(K * N));
-    for (auto& v : image) v = float(u(rng));
-    for (auto& v : filters) v = float(u(rng));
-    kernels::im2col(g, image.data(), col.data());
-    aligned_buffer<float> packed(kernels::gemm_packed_a_size<float>(m, K));
-    kernels::gemm_pack_a(false, m, K, filters.data(), K, packed.get());
-    const std::int64_t ws_size = kernels::gemm_prepacked_a_workspace_size<float>(N, K);
-    aligned_buffer<float> ws(ws_size);
-    std::vector<float> want(std::size_t(m * N), 7.0f), got(want.size(), -7.0f);
-    REQUIRE(kernels::gemm_prepacked_a_block(m, false, K, 1.0f, packed.get(), col.data(), N, false, want.data(), N, 0, N,
-                                            ws.get(), ws_size));
-    std::vector<std::int64_t> offsets(std::size_t(kernels::conv_shifted_offsets_size<float>(g)));
-    std::vector<std::uint16_t> masks(std::size_t(kernels::conv_shifted_masks_size<float>(g)));
-    const auto tables = kernels::conv_shifted_tables_make<float>(g, offsets.data(), masks.data());
-    std::vector<float> direct(std::size_t(kernels::conv_direct_filters_size<float>(m, g)));
-    kernels::conv_direct_pack_filters(m, g, filters.data(), direct.data());
-    const std::int64_t mid = N / kernels::gemm_nr<float> / 2 * kernels::gemm_nr<float>;
-    kernels::conv_direct_product<float>(g, m, direct.data(), tables, image.data(), got.data(), N, 0, mid);
-    kernels::conv_direct_product<float>(g, m, direct.data(), tables, image.data(), got.data(), N, mid, N);
-    const bool same = std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0;
-    if (!same)
-        MESSAGE("c " << g.c << " h " << g.h << " w " << g.w << " k " << g.kh << "x" << g.kw << " d " << g.dh << ","
-                     << g.dw << " p " << g.pt << "," << g.pl << "," << g.pb << "," << g.pr << " m " << m);
-    return same;
+    shifted_case<float> c(rng, g, draw(1, 40));
+    std::vector<float> direct(std::size_t(kernels::conv_direct_filters_size<float>(c.m, g)));
+    kernels::conv_direct_pack_filters(c.m, g, c.filters.data(), direct.data());
+    kernels::conv_direct_product<float>(g, c.m, direct.data(), c.tables, c.image.data(), c.got.data(), c.N, 0, c.mid());
+    kernels::conv_direct_product<float>(g, c.m, direct.data(), c.tables, c.image.data(), c.got.data(), c.N, c.mid(), c.N);
+    if (!c.same()) c.report();
+    return c.same();
 }
 }  // namespace
 
