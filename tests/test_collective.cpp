@@ -17,9 +17,6 @@ SessionOptions self() {
     o.comms = {std::make_shared<SelfCommunicator>()};
     return o;
 }
-bool same_bits(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 // A communicator whose every call fails, as one whose peer is gone.
 struct failing_comm final : Communicator {
     int calls = 0;

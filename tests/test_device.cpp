@@ -38,10 +38,6 @@ xt::xarray<float> batch(std::size_t rows, std::uint64_t seed) {
     return a;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && a.bytes() == b.bytes() &&
-           std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 
 struct ops_on_device {
     explicit ops_on_device(std::set<std::string> ops) { counting_device::ops = std::move(ops); }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -47,6 +48,11 @@ template <class T> std::vector<double> widened(const dlgraph::Tensor& t) {
 
 // Row-major multi-index of element i of shape s (a dim of 0 gives index 0),
 // and back.
+// Whether two tensors have the same dtype, shape and bytes.
+inline bool same_bits(const dlgraph::Tensor& a, const dlgraph::Tensor& b) {
+    return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+}
+
 inline std::vector<std::int64_t> unravel(std::int64_t i, const dlgraph::Shape& s) {
     std::vector<std::int64_t> idx(static_cast<std::size_t>(s.rank()));
     for (int d = s.rank() - 1; d >= 0; --d) {

@@ -23,9 +23,6 @@ SessionOptions opts(bool in_place, bool fuse, int threads = 1) {
     return o;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 
 }  // namespace
 

@@ -29,9 +29,6 @@ template <class T> xt::xarray<T> randn(const std::vector<std::size_t>& shape, un
     return xt::random::randn<T>(shape);
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 
 // One weight used four ways; odd K and N that divide neither the depth block
 // nor the register tile.

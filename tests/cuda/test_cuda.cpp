@@ -901,9 +901,6 @@ template <class T> Tensor numbered(std::int64_t rows, int seed) {
     }
     return t;
 }
-bool same_bits(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 }  // namespace
 
 TEST_CASE("cuda: collective ops over a one-rank NCCL communicator run on the device, as the host's do") {
