@@ -331,6 +331,10 @@ TEST_CASE("conv2d and its gradients match the reference where they read the imag
         // K = 9 and 8 (the direct product), 20 and 32 filters (a block of 16 partly used).
         {"one channel, 3x3, 20 filters", {3, 1, 9, 13}, {20, 1, 3, 3}, {{1, 1}, {1, 1}}},
         {"2 channels, 2x2 SAME, 32 filters", {2, 2, 7, 28}, {32, 2, 2, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, "SAME"}},
+        // Filters a multiple of 16 (the filters-as-vectors product): in
+        // bands of 6 output rows (128 channels of 64 padded columns), the
+        // rows split over two threads at batch 1.
+        {"3x3, 128 channels, 16 filters, 3 bands", {1, 128, 13, 62}, {16, 128, 3, 3}, {{1, 1}, {1, 1}}},
     };
     unsigned seed = 400;
     for (const conv_variant& v : variants) {
@@ -338,6 +342,16 @@ TEST_CASE("conv2d and its gradients match the reference where they read the imag
         CHECK(out[3] == v.x[3]);  // as wide as the input
         check_conv_and_grads(v, seed, {1, 2});
     }
+    kernels::window2d g;  // the band of the last variant
+    g.c = 128, g.h = 13, g.w = 62, g.kh = g.kw = 3, g.pt = g.pl = g.pb = g.pr = 1, g.oh = 13, g.ow = 62;
+    CHECK(kernels::conv_rows_band<float>(g) == 6);
+    // Stride 1 and VALID (narrower than the input): the filters as vectors
+    // (32 filters), the shifted product (20), im2col (FP64).
+    const conv_variant valid[] = {
+        {"VALID 3x3, 32 filters", {2, 8, 9, 12}, {32, 8, 3, 3}, {{1, 1}, {0, 0}}},
+        {"VALID 2x4, dilation 2, 20 filters", {2, 8, 9, 12}, {20, 8, 2, 4}, {{1, 1}, {0, 0}, {2, 2}}},
+    };
+    for (const conv_variant& v : valid) check_conv_and_grads(v, seed, {1, 2});
 }
 
 TEST_CASE("im2col and col2im_add match a direct reference for random windows, whole and a few output rows at a time") {
@@ -545,6 +559,84 @@ TEST_CASE("kernels::conv_direct_product gives the bits of im2col and the packed 
     CHECK_FALSE(kernels::conv_direct_serves<double>(g));
     g.c = 2;  // K = 18
     CHECK_FALSE(kernels::conv_direct_serves<float>(g));
+}
+
+namespace {
+// A random window with stride 1 (any padding on each side, dilation 1 or
+// 2; the output may be narrower or wider than the input), or none where
+// the output would be empty.
+std::optional<kernels::window2d> stride1_window(std::mt19937& rng, std::pair<int, int> c, std::pair<int, int> k) {
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    kernels::window2d g;
+    g.c = draw(c.first, c.second), g.h = draw(1, 12), g.w = draw(1, 40);
+    g.kh = draw(k.first, k.second), g.kw = draw(k.first, k.second);
+    g.dh = draw(1, 2), g.dw = draw(1, 2);
+    g.pt = draw(0, 3), g.pb = draw(0, 3), g.pl = draw(0, 3), g.pr = draw(0, 3);
+    g.oh = g.h + g.pt + g.pb - (g.kh - 1) * g.dh, g.ow = g.w + g.pl + g.pr - (g.kw - 1) * g.dw;
+    if (g.oh <= 0 || g.ow <= 0) return std::nullopt;
+    return g;
+}
+
+// One random window of conv_rows_serves' kind, m filters (any number: a
+// last block of 16 partly used): the product in two strips of output rows,
+// in bands of `band` rows (1 to 3, or conv_rows_band's), against im2col and
+// gemm_prepacked_a_block, bit for bit. `big`: 29 to 40 channels and a 3x3
+// window or larger, K past one k block of 256. False when the draw does
+// not serve.
+bool rows_product_matches(std::mt19937& rng, bool big, bool& served) {
+    auto draw = [&](int lo, int hi) { return std::int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+    const auto w = big ? stride1_window(rng, {29, 40}, {3, 4}) : stride1_window(rng, {1, 9}, {1, 4});
+    served = w && kernels::conv_rows_serves<float>(*w);
+    if (!served) return true;
+    const kernels::window2d& g = *w;
+    shifted_case<float> c(rng, g, draw(1, 70));
+    const std::int64_t band = draw(0, 3) == 0 ? kernels::conv_rows_band<float>(g) : draw(1, 3);
+    aligned_buffer<float> filters(kernels::conv_rows_filters_size<float>(c.m, g));
+    float* const packed = filters.get();
+    kernels::conv_rows_pack_filters(c.m, g, c.filters.data(), packed);
+    std::vector<std::int64_t> offsets(std::size_t(kernels::conv_rows_offsets_size<float>(g)));
+    kernels::conv_rows_offsets_make<float>(g, band, offsets.data());
+    aligned_buffer<float> work(kernels::conv_rows_workspace_size<float>(g, c.m, band));
+    const std::int64_t mid = draw(0, int(g.oh));
+    kernels::conv_rows_product<float>(g, c.m, packed, offsets.data(), band, c.image.data(), c.got.data(), c.N, 0, mid,
+                                      work.get());
+    kernels::conv_rows_product<float>(g, c.m, packed, offsets.data(), band, c.image.data(), c.got.data(), c.N, mid,
+                                      g.oh, work.get());
+    if (!c.same()) {
+        c.report();
+        MESSAGE("band " << band << ", rows split at " << mid);
+    }
+    return c.same();
+}
+}  // namespace
+
+TEST_CASE("kernels::conv_rows_product gives the bits of im2col and the packed GEMM, in strips and bands of rows") {
+    if (!kernels::conv_rows_built) {
+        MESSAGE("not built here (it needs AVX-512): convolutions take im2col");
+        return;
+    }
+    std::mt19937 rng(29);
+    int served = 0, big = 0;
+    for (int it = 0; it < 1500; ++it) {
+        bool s = false;
+        const bool large = it % 50 == 0;
+        REQUIRE(rows_product_matches(rng, large, s));
+        served += s;
+        big += large && s;
+    }
+    CHECK(served > 1000);
+    CHECK(big >= 15);
+    // Where it does not serve: a stride, the image as it is, FP64.
+    kernels::window2d g;
+    g.c = 2, g.h = g.w = 6, g.kh = g.kw = 3, g.oh = g.ow = 4;  // VALID
+    CHECK(kernels::conv_rows_serves<float>(g));
+    CHECK_FALSE(kernels::conv_rows_serves<double>(g));
+    kernels::window2d strided = g;
+    strided.sh = 2, strided.oh = 2;
+    CHECK_FALSE(kernels::conv_rows_serves<float>(strided));
+    kernels::window2d one = g;
+    one.kh = one.kw = 1, one.oh = one.ow = 6;
+    CHECK_FALSE(kernels::conv_rows_serves<float>(one));
 }
 
 TEST_CASE("kernels::conv_shifted_product gives the bits of im2col and the packed GEMM, in strips of columns") {

@@ -315,6 +315,185 @@ void conv_direct_product(const window2d& g, std::int64_t m, const T* filters, co
 #endif
 }
 
+// ---- filters as vectors, the image's pixels broadcast ------------------------------------------
+// The products above take the image's pixels as vectors and broadcast the
+// filters. With stride 1 the transpose serves as well: C^T = col^T x F^T,
+// a tile of R pixels along an output row times 2 vectors of 16 filters,
+// each pixel broadcast from a zero-padded copy of the image (the padding is
+// written once, so no masks and no packed panel per tile), the filters
+// packed once per op as [K][mp] (mp: m rounded up to 16, zeros past m).
+// A tile's pixels are a run of one padded row, so row k of col^T is the
+// run at offset[k] (channel k / taps, tap k % taps) from the tile's first
+// pixel. Output rows are made a band at a time (the band's padded rows in
+// the workspace, conv_rows_band rows of output), each row in C^T as
+// [ow][mp] and then transposed into C with 16 x 16 transposes.
+// 32 -> 64 channels on 14x14 ran at 105 GFLOP/s this way where the
+// shifted product ran at 95, and 64 -> 64 on 56x56 at 95 where im2col and
+// the GEMM ran at 74-85 (one thread, the kernel core alone).
+// Every element is the packed GEMM's chain: the same k blocks
+// (gemm_detail::k_block), each a chain of fused multiply-adds from 0 in k
+// order, the first block stored and each later one added to it (s + C), so
+// the bits are those of im2col and the GEMM. FP32 (16-lane vectors).
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+inline constexpr bool conv_rows_built = true;
+#else
+inline constexpr bool conv_rows_built = false;
+#endif
+// Pixels per tile (with 2 vectors of filters, 28 accumulators).
+inline constexpr int conv_rows_tile = 14;
+template <class T> constexpr bool conv_rows_serves(const window2d& g) noexcept {
+    return conv_rows_built && std::is_same_v<T, float> && g.sh == 1 && g.sw == 1 && !g.identity() && g.c > 0 &&
+           g.oh > 0 && g.ow > 0;
+}
+// The filters padded to a multiple of 16.
+constexpr std::int64_t conv_rows_filters_padded(std::int64_t m) noexcept { return (m + 15) / 16 * 16; }
+template <class T> constexpr std::int64_t conv_rows_filters_size(std::int64_t m, const window2d& g) noexcept {
+    return g.col_rows() * conv_rows_filters_padded(m);
+}
+// f [m][K] as the product reads it, [K][mp].
+template <class T> void conv_rows_pack_filters(std::int64_t m, const window2d& g, const T* f, T* out) noexcept {
+    const std::int64_t K = g.col_rows(), mp = conv_rows_filters_padded(m);
+    for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t i = 0; i < mp; ++i) out[k * mp + i] = i < m ? f[i * K + k] : T(0);
+}
+// Output rows per band: as many as keep the band's padded rows within
+// conv_rows_band_bytes (at least one).
+inline constexpr std::int64_t conv_rows_band_bytes = std::int64_t(256) << 10;
+constexpr std::int64_t conv_rows_padded_width(const window2d& g) noexcept { return g.ow + (g.kw - 1) * g.dw; }
+template <class T> constexpr std::int64_t conv_rows_band(const window2d& g) noexcept {
+    const std::int64_t row = std::max<std::int64_t>(g.c * conv_rows_padded_width(g) * std::int64_t(sizeof(T)), 1);
+    return std::clamp<std::int64_t>(conv_rows_band_bytes / row - (g.kh - 1) * g.dh, 1, std::max<std::int64_t>(g.oh, 1));
+}
+// The offsets of col^T's rows for bands of `band` output rows (K of them).
+template <class T> constexpr std::int64_t conv_rows_offsets_size(const window2d& g) noexcept { return g.col_rows(); }
+template <class T> void conv_rows_offsets_make(const window2d& g, std::int64_t band, std::int64_t* offset) noexcept {
+    const std::int64_t wp = conv_rows_padded_width(g), plane = (band + (g.kh - 1) * g.dh) * wp, taps = g.kh * g.kw;
+    for (std::int64_t k = 0; k < g.col_rows(); ++k) {
+        const std::int64_t t = k % taps;
+        offset[k] = k / taps * plane + t / g.kw * g.dh * wp + t % g.kw * g.dw;
+    }
+}
+// Elements of workspace (64-byte aligned) for bands of `band` rows: one
+// output row of C^T, then the band's padded rows.
+template <class T> constexpr std::int64_t conv_rows_workspace_size(const window2d& g, std::int64_t m, std::int64_t band) noexcept {
+    return g.ow * conv_rows_filters_padded(m) + g.c * (band + (g.kh - 1) * g.dh) * conv_rows_padded_width(g);
+}
+
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+namespace gemm_detail {
+// ct [R][mp] (+)= col^T's R pixels from src (row k at src + offset[k]) x
+// NV vectors of the packed filters from F, over kc rows of col^T.
+template <int R, int NV>
+void rows_tile(std::int64_t kc, const std::int64_t* offset, const float* src, const float* F, std::int64_t mp,
+               float* ct, bool acc) noexcept {
+    __m512 s[R][NV];
+    DLGRAPH_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+        DLGRAPH_UNROLL(2)
+        for (int v = 0; v < NV; ++v) s[r][v] = _mm512_setzero_ps();
+    }
+    for (std::int64_t k = 0; k < kc; ++k) {
+        const float* const p = src + offset[k];
+        __m512 f[NV];
+        DLGRAPH_UNROLL(2)
+        for (int v = 0; v < NV; ++v) f[v] = _mm512_load_ps(F + k * mp + v * 16);
+        DLGRAPH_UNROLL(16)
+        for (int r = 0; r < R; ++r) {
+            const __m512 b = _mm512_set1_ps(p[r]);
+            DLGRAPH_UNROLL(2)
+            for (int v = 0; v < NV; ++v) s[r][v] = _mm512_fmadd_ps(b, f[v], s[r][v]);
+        }
+    }
+    DLGRAPH_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+        DLGRAPH_UNROLL(2)
+        for (int v = 0; v < NV; ++v) {
+            float* const c = ct + r * mp + v * 16;
+            _mm512_store_ps(c, acc ? _mm512_add_ps(s[r][v], _mm512_load_ps(c)) : s[r][v]);
+        }
+    }
+}
+template <int NV, int... Rs>
+void rows_tile_of(std::integer_sequence<int, Rs...>, int R, std::int64_t kc, const std::int64_t* offset,
+                  const float* src, const float* F, std::int64_t mp, float* ct, bool acc) noexcept {
+    ((R == Rs + 1 ? rows_tile<Rs + 1, NV>(kc, offset, src, F, mp, ct, acc) : void()), ...);
+}
+}  // namespace gemm_detail
+#endif
+
+// Output rows [y0, y1) of C [m, oh * ow] (a filter's plane ldc apart) = F x
+// im2col(g, image), F as conv_rows_pack_filters wrote it, `offset` from
+// conv_rows_offsets_make(g, band), a workspace of
+// conv_rows_workspace_size(g, m, band) elements. Only where
+// conv_rows_serves<T>(g).
+template <class T>
+void conv_rows_product(const window2d& g, std::int64_t m, const T* filters, const std::int64_t* offset,
+                       std::int64_t band, const T* image, T* C, std::int64_t ldc, std::int64_t y0, std::int64_t y1,
+                       T* workspace) noexcept {
+#if DLGRAPH_SIMD && XSIMD_WITH_AVX512F
+    if constexpr (std::is_same_v<T, float>) {
+        using gemm_detail::k_block;
+        constexpr int R = conv_rows_tile;
+        const std::int64_t K = g.col_rows(), kc_max = k_block(K), mp = conv_rows_filters_padded(m);
+        const std::int64_t wp = conv_rows_padded_width(g), halo = (g.kh - 1) * g.dh;
+        const std::int64_t plane = (band + halo) * wp;
+        float* const ct = workspace;
+        float* const pad = workspace + g.ow * mp;
+        for (std::int64_t b0 = y0; b0 < y1; b0 += band) {
+            const std::int64_t b1 = std::min(y1, b0 + band), rows = b1 - b0 + halo;
+            // The band's padded rows: padded row r is input row b0 + r - pt,
+            // padded column x input column x - pl; zeros outside the image.
+            for (std::int64_t c = 0; c < g.c; ++c)
+                for (std::int64_t r = 0; r < rows; ++r) {
+                    float* const dst = pad + c * plane + r * wp;
+                    const std::int64_t iy = b0 + r - g.pt;
+                    if (iy < 0 || iy >= g.h) {
+                        std::fill(dst, dst + wp, 0.0f);
+                        continue;
+                    }
+                    // Columns [x0, x1) read the image: input columns from x0 - pl.
+                    const std::int64_t x0 = std::min(g.pl, wp), x1 = std::clamp<std::int64_t>(g.pl + g.w, x0, wp);
+                    std::fill(dst, dst + x0, 0.0f);
+                    if (x1 > x0) std::copy_n(image + (c * g.h + iy) * g.w + (x0 - g.pl), x1 - x0, dst + x0);
+                    std::fill(dst + x1, dst + wp, 0.0f);
+                }
+            for (std::int64_t y = b0; y < b1; ++y) {
+                const float* const row = pad + (y - b0) * wp;
+                for (std::int64_t pc = 0; pc < K; pc += kc_max) {
+                    const std::int64_t kc = std::min(kc_max, K - pc);
+                    for (std::int64_t x0 = 0; x0 < g.ow; x0 += R) {
+                        const int px = static_cast<int>(std::min<std::int64_t>(R, g.ow - x0));
+                        std::int64_t f0 = 0;
+                        for (; f0 + 32 <= mp; f0 += 32)
+                            gemm_detail::rows_tile_of<2>(std::make_integer_sequence<int, R>{}, px, kc, offset + pc,
+                                                         row + x0, filters + pc * mp + f0, mp, ct + x0 * mp + f0, pc > 0);
+                        if (f0 < mp)
+                            gemm_detail::rows_tile_of<1>(std::make_integer_sequence<int, R>{}, px, kc, offset + pc,
+                                                         row + x0, filters + pc * mp + f0, mp, ct + x0 * mp + f0, pc > 0);
+                    }
+                }
+                // Row y of C^T [ow][mp] into C: 16 pixels x 16 filters at a time.
+                for (std::int64_t x0 = 0; x0 < g.ow; x0 += 16) {
+                    const int live = static_cast<int>(std::min<std::int64_t>(16, g.ow - x0));
+                    const __mmask16 keep = gemm_detail::avx512::first(live);
+                    for (std::int64_t m0 = 0; m0 < m; m0 += 16) {
+                        __m512 t[16];
+                        for (int l = 0; l < 16; ++l)
+                            t[l] = l < live ? _mm512_load_ps(ct + (x0 + l) * mp + m0) : _mm512_setzero_ps();
+                        gemm_detail::avx512::transpose16(t);
+                        const int filters_here = static_cast<int>(std::min<std::int64_t>(16, m - m0));
+                        for (int l = 0; l < filters_here; ++l) _mm512_mask_storeu_ps(C + (m0 + l) * ldc + y * g.ow + x0, keep, t[l]);
+                    }
+                }
+            }
+        }
+        return;
+    }
+#endif
+    (void)g, (void)m, (void)filters, (void)offset, (void)band, (void)image, (void)C, (void)ldc, (void)y0, (void)y1;
+    (void)workspace;
+}
+
 // ---- the column matrix transposed and packed, for Filter@GRAD ----------------------------
 // Filter@GRAD is dOut_g x col^T: the GEMM packs col^T, which it reads
 // across its rows, with 16 x 16 transposes, from a column matrix im2col has
