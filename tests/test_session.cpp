@@ -258,6 +258,41 @@ TEST_CASE("eval_into reuses the caller's tensors and every result stays correct"
     CHECK(to_xarray<float>(kept) == xt::xarray<float>(xt::ones<float>({5}) * 3.0f));
 }
 
+TEST_CASE("eval_into computes each target in the caller's buffer, the same one every call") {
+    Program p;
+    auto x = p.input<float>("x", {-1});
+    auto y = x * 2.0f + 1.0f;  // read by z too
+    auto z = y * y;
+    Session<cpu> s(p);
+    const std::vector<TargetRef> targets{y, z};
+    std::vector<Tensor> out(2);
+    xt::xarray<float> xv = xt::xarray<float>::from_shape({100000});
+    const void* mine[2] = {};
+    for (int i = 0; i < 5; ++i) {
+        xv.fill(static_cast<float>(i));
+        s.eval_into(targets, std::vector<Feed>{{x.name(), xv}}, out);
+        CHECK(to_xarray<float>(out[0]) == xt::xarray<float>(xt::ones<float>({100000}) * (2.0f * i + 1)));
+        CHECK(to_xarray<float>(out[1]) == xt::xarray<float>(xt::ones<float>({100000}) * (2.0f * i + 1) * (2.0f * i + 1)));
+        if (i == 1) mine[0] = out[0].raw(), mine[1] = out[1].raw();
+        if (i > 1) {
+            CHECK(out[0].raw() == mine[0]);
+            CHECK(out[1].raw() == mine[1]);
+        }
+    }
+    // A call that fails after its first step gives the caller its buffers
+    // back; the next one is right.
+    detail::test_fail_at_step = 0;
+    CHECK_THROWS_CONTAINING(s.eval_into(targets, std::vector<Feed>{{x.name(), xv}}, out), value_error,
+                            "[dlgraph.value.injected]");
+    detail::test_fail_at_step = SIZE_MAX;
+    CHECK(out[0].raw() == mine[0]);
+    CHECK(out[1].raw() == mine[1]);
+    xv.fill(7.0f);
+    s.eval_into(targets, std::vector<Feed>{{x.name(), xv}}, out);
+    CHECK(to_xarray<float>(out[1]) == xt::xarray<float>(xt::ones<float>({100000}) * 225.0f));
+    CHECK(out[1].raw() == mine[1]);
+}
+
 TEST_CASE("a target named twice in one eval_into gets the value in both outputs, run after run") {
     Program p;
     auto x = p.input<float>("x", {-1});
