@@ -3,7 +3,7 @@
 # on 2 processes x 1 thread against 1 process x 1 thread, batch 64 (and 256)
 # per process, run alternately ROUNDS times (default 3); prints each run and
 # the ratio of examples per second (2 / 1) with its spread.
-# Usage: bench/data_parallel.sh BUILD_DIR [ROUNDS]
+# Usage: bench/data_parallel.sh BUILD_DIR [ROUNDS]  (DP_BATCHES="64" for one batch size)
 # Open MPI's shared-memory transport copies in and out of a bounce buffer
 # (single_copy_mechanism none: works in any container); where the kernel
 # lets processes read each other's memory, DLGRAPH_SINGLE_COPY=cma makes
@@ -12,7 +12,7 @@ set -euo pipefail
 bin=$1/bench/bench_data_parallel
 rounds=${2:-3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=${DLGRAPH_SINGLE_COPY:-none}
-for batch in 64 256; do
+for batch in ${DP_BATCHES:-64 256}; do
   ratios=()
   for r in $(seq "$rounds"); do
     run() {  # examples per second and all-reduce time of one run on $1 processes
