@@ -293,6 +293,29 @@ TEST_CASE("eval_into computes each target in the caller's buffer, the same one e
     CHECK(out[1].raw() == mine[1]);
 }
 
+TEST_CASE("eval_into with its output fed back (h = f(h)) reads the feed intact") {
+    // The feed borrows out[0]'s memory: the target must not be computed
+    // into it while it is read (a transpose overwrites what it reads next).
+    Program p;
+    auto h = p.input<float>("h", {64, 64});
+    auto next = transpose(h, {1, 0});
+    Session<cpu> s(p);
+    Tensor h0(DataType::FP32, {64, 64});
+    for (std::int64_t i = 0; i < h0.numel(); ++i) h0.data<float>()[i] = float(i % 97) - 40.0f;
+    std::vector<Tensor> out(1);
+    const std::vector<TargetRef> targets{next};
+    s.eval_into(targets, std::vector<Feed>{{"h", h0}}, out);
+    for (int i = 0; i < 4; ++i) {
+        Tensor fed;
+        fed.copy_from(out[0]);
+        const Tensor want = s.eval(TargetRef(next), {{"h", fed}});
+        std::vector<Feed> feeds;  // emplaced: a Feed copied out of a list holds a copy
+        feeds.emplace_back("h", out[0]);
+        s.eval_into(targets, feeds, out);
+        CHECK(same_bits(out[0], want));
+    }
+}
+
 TEST_CASE("a target named twice in one eval_into gets the value in both outputs, run after run") {
     Program p;
     auto x = p.input<float>("x", {-1});

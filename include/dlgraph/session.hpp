@@ -1168,12 +1168,30 @@ auto Session<Device>::swap_out(bound_plan& bp, int v, Tensor& dst) -> bool {
 template <device_policy Device>
 auto Session<Device>::swap_in(bound_plan& bp, std::span<Tensor> out) -> bool {
     const ExecutionPlan& p = bp.plan;
+    // The caller's buffer may be what a step reads: a feed borrows its
+    // tensor's memory (h fed back as h = f(h)), and `out` may be the
+    // scope's own tensor of a persistable. Those stay out, as does a
+    // slot whose buffer hand_out could not swap back.
+    auto overlaps_a_value = [&](const Tensor& t, const Tensor* target) {
+        const auto* lo = static_cast<const std::byte*>(t.buffer()->data());
+        const auto* hi = lo + t.capacity();
+        for (const Tensor* u : bp.tensors) {
+            if (u == target || !u->raw()) continue;
+            const auto* a = static_cast<const std::byte*>(u->raw());
+            if (a < hi && lo < a + u->bytes()) return true;
+        }
+        return false;
+    };
     bool any = false;
     for (std::size_t i = 0; i < out.size(); ++i) {
         const int v = p.target_values[i];
         std::size_t first = 0;  // as run() hands them out: a target named twice, once
         while (first < i && p.target_values[first] != v) ++first;
-        if (v >= 0 && first == i) any = swap_out(bp, v, out[i]) || any;
+        if (v < 0 || first != i || !out[i].buffer()) continue;
+        const Tensor* target = bp.tensors[static_cast<std::size_t>(v)];
+        const std::size_t back = std::max<std::size_t>(target->bytes(), buffer_alignment);
+        if (target->capacity() > 2 * back || overlaps_a_value(out[i], target)) continue;
+        any = swap_out(bp, v, out[i]) || any;
     }
     return any;
 }
