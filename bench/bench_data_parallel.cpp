@@ -9,11 +9,18 @@
 //   allreduce_us    time per step in the c_allreduce_sum steps (rank 0's,
 //                   from the session's per-step times: waiting for the
 //                   slower rank included)
+//   step_p10_us ... rank 0's step times, 10th, 50th and 90th percentile
+// BM_allreduce_gradients (2 or more processes): the six all-reduces of the
+// MLP's gradients (2.68 MB) alone, the ranks lined up by a barrier before
+// each step, through shared memory (shared:1, the default) and through
+// MPI_Allreduce (shared:0) in the same run.
 // bench/data_parallel.sh alternates 1 and 2 processes and prints the ratio.
 #include <benchmark/benchmark.h>
 
 #include <dlgraph/mpi.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "mlp_model.hpp"
@@ -45,10 +52,17 @@ void BM_mlp_train_data_parallel(benchmark::State& state) {
     const std::vector<std::string> fed{"x", "label"};
     for (auto& st : s.plan(targets, fed).steps) collective.push_back(st.def && st.def->comm_ring_attr >= 0);
     std::vector<std::chrono::nanoseconds> step_time;
+    std::vector<double> whole;  // each step's time, us
+    whole.reserve(static_cast<std::size_t>(state.max_iterations));
     for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
         s.eval_into_profiled(targets, feeds, out, step_time);
         benchmark::DoNotOptimize(out.back().raw());
+        whole.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     }
+    std::sort(whole.begin(), whole.end());
+    for (int q : {10, 50, 90})
+        state.counters["step_p" + std::to_string(q) + "_us"] = whole[whole.size() * static_cast<std::size_t>(q) / 100];
     std::chrono::nanoseconds reduce{0};
     for (std::size_t k = 0; k < step_time.size() && k < collective.size(); ++k)
         if (collective[k]) reduce += step_time[k];
@@ -59,6 +73,24 @@ void BM_mlp_train_data_parallel(benchmark::State& state) {
 }
 BENCHMARK(BM_mlp_train_data_parallel)->Arg(64)->Iterations(300)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_mlp_train_data_parallel)->Arg(256)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_allreduce_gradients(benchmark::State& state) {
+    if (comm->size() < 2) {
+        state.SkipWithError("needs 2 or more processes");
+        return;
+    }
+    auto c = mpi::world({.shared_bytes = state.range(0) ? mpi::Options{}.shared_bytes : 0});
+    std::vector<std::vector<float>> grads;
+    for (std::int64_t n : {784 * 512, 512, 512 * 512, 512, 512 * 10, 10}) grads.emplace_back(static_cast<std::size_t>(n), 1e-3f);
+    for (auto _ : state) {
+        state.PauseTiming();
+        MPI_Barrier(MPI_COMM_WORLD);
+        state.ResumeTiming();
+        for (auto& g : grads) c->all_reduce(g.data(), static_cast<std::int64_t>(g.size()), DataType::FP32, ReduceOp::sum, "bench");
+    }
+    if (!c->shares_memory() && state.range(0)) state.SkipWithError("no shared memory between the ranks");
+}
+BENCHMARK(BM_allreduce_gradients)->ArgName("shared")->Arg(1)->Arg(0)->Arg(1)->Arg(0)->Iterations(300)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // Reports nothing (ranks other than 0).
 class quiet_reporter : public benchmark::BenchmarkReporter {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -150,11 +151,48 @@ TEST_CASE("c_allgather stacks every rank's X along dim 0 in rank order, in every
 TEST_CASE("tensors larger than one MPI call go in pieces, with the same results, checked or not") {
     for (bool checked : {true, false}) {
         CAPTURE(checked);
-        auto small = mpi::world({.timeout = 30s, .check = checked, .max_chunk = 3});
+        auto small = mpi::world({.timeout = 30s, .check = checked, .max_chunk = 3, .shared_bytes = 0});
         check_allreduce<float>(small, ReduceOp::sum);
         check_allreduce<std::int64_t>(small, ReduceOp::max);
         check_broadcast<double>(small);
         check_allgather<std::int32_t>(small);
+        CHECK_FALSE(small->shares_memory());
+    }
+}
+
+TEST_CASE("all-reduces through shared memory: every reduction and dtype, in rounds, checked or not, and MPI's alone") {
+    // The ranks of these tests run on one machine, so the default world
+    // reduces through shared memory; 64 bytes a round makes 1000 elements
+    // 63-125 rounds and gives ranks empty shares of a 7-element round;
+    // shared_bytes = 0 is MPI_Allreduce alone.
+    CHECK(world->shares_memory() == (nranks() > 1));
+    for (std::int64_t bytes : {std::int64_t(64), std::int64_t(0)})
+        for (bool checked : {true, false}) {
+            CAPTURE(bytes);
+            CAPTURE(checked);
+            auto comm = mpi::world({.timeout = 30s, .check = checked, .shared_bytes = bytes});
+            for_math_types([&]<class T>(type_tag<T>) {
+                CAPTURE(to_string(dtype_of<T>));
+                for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::prod}) {
+                    CAPTURE(reduce_op_name(op));
+                    check_allreduce<T>(comm, op);
+                }
+            });
+            CHECK(comm->shares_memory() == (nranks() > 1 && bytes > 0));
+        }
+}
+
+TEST_CASE("integer sums through shared memory wrap as MPI's do") {
+    if (nranks() == 1) return;
+    for (std::int64_t bytes : {std::int64_t(64), std::int64_t(0)}) {
+        CAPTURE(bytes);
+        auto comm = mpi::world({.timeout = 30s, .shared_bytes = bytes});
+        std::int32_t v[3] = {std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::min(), rank()};
+        comm->all_reduce(v, 3, DataType::INT32, ReduceOp::sum, "test");
+        const auto n = static_cast<std::uint32_t>(nranks());
+        CHECK(v[0] == static_cast<std::int32_t>(n * static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())));
+        CHECK(v[1] == static_cast<std::int32_t>(n * static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::min())));
+        CHECK(v[2] == nranks() * (nranks() - 1) / 2);
     }
 }
 
@@ -193,6 +231,16 @@ TEST_CASE("ranks that disagree get the same clear error on every rank, and the c
     Tensor got = s.eval(TargetRef(y.name()), {{"x", values<float>(rank(), 4)}});
     CHECK(got.numel() == 4);
     CHECK(comm->calls() == 3);
+    // Again once the all-reduces go through shared memory (each rank's
+    // share of the round is copied in before the ranks compare their
+    // calls): still the error, and then the right sums.
+    CHECK(comm->shares_memory());
+    CHECK_THROWS_WITH_AS(s.eval(y, {{"x", values<float>(rank(), n)}}),
+                         doctest::Contains("[dlgraph.comm.mismatch] c_allreduce_sum on MPI rank"), comm_error);
+    Tensor want = values<float>(0, 5);
+    for (int r = 1; r < nranks(); ++r)
+        for (std::int64_t i = 0; i < 5; ++i) want.data<float>()[i] += value<float>(r, i);
+    CHECK(same_bytes(s.eval(TargetRef(y.name()), {{"x", values<float>(rank(), 5)}}), want));
 
     // c_allgather's nranks must be the group's size: every rank says so.
     Program q;
