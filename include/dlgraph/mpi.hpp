@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -65,7 +66,8 @@ struct Options {
     // a round and reads the others' shares. Each element is reduced by one
     // rank in rank order, so every rank gets the same bits. The area (two
     // rounds' worth per rank) is made by the first all-reduce. 0: always
-    // MPI_Allreduce.
+    // MPI_Allreduce. Every rank must be given the same value (checked
+    // calls compare it: [dlgraph.comm.mismatch]).
     std::int64_t shared_bytes = std::int64_t(2) << 20;
 };
 
@@ -139,8 +141,12 @@ public:
                 name[0] = 0;
             }
         }
+        // Rank 0's size too: ranks given other Options::shared_bytes (which
+        // unchecked calls do not compare) keep MPI_Allreduce.
+        std::uint64_t size0 = bytes;
         rc = MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-        int ok = rc == MPI_SUCCESS && name[0] != 0;
+        if (rc == MPI_SUCCESS) rc = MPI_Bcast(&size0, 1, MPI_UINT64_T, 0, comm);
+        int ok = rc == MPI_SUCCESS && name[0] != 0 && size0 == bytes;
         if (ok && rank != 0) ok = (fd = shm_open(name, O_RDWR, 0)) >= 0;
         void* base = ok ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
         ok = ok && base != MAP_FAILED;
@@ -168,7 +174,7 @@ private:
 
 // out[i] = op(src[0][i], ..., src[n-1][i]) in that order, for i < len;
 // `out` is none of the sources, and n >= 2. Integers wrap (computed
-// unsigned), as MPI's do.
+// unsigned), as MPI's do; max and min give NaN where any rank has one.
 template <class T> void reduce_into(T* __restrict out, const void* const* src, int n, std::size_t len, ReduceOp op) {
     using W = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>, std::type_identity<T>>::type;
     auto each = [&](auto f) {
@@ -183,8 +189,10 @@ template <class T> void reduce_into(T* __restrict out, const void* const* src, i
     switch (op) {
         case ReduceOp::sum: each([](T a, T b) { return static_cast<T>(static_cast<W>(a) + static_cast<W>(b)); }); break;
         case ReduceOp::prod: each([](T a, T b) { return static_cast<T>(static_cast<W>(a) * static_cast<W>(b)); }); break;
-        case ReduceOp::max: each([](T a, T b) { return a < b ? b : a; }); break;
-        case ReduceOp::min: each([](T a, T b) { return b < a ? b : a; }); break;
+        // A NaN on any rank gives NaN (b != b only for a NaN b; a NaN a
+        // compares false and stays).
+        case ReduceOp::max: each([](T a, T b) { return a < b || b != b ? b : a; }); break;
+        case ReduceOp::min: each([](T a, T b) { return b < a || b != b ? b : a; }); break;
     }
 }
 }  // namespace detail
@@ -235,7 +243,7 @@ public:
         MPI_Comm_size(comm_, &size_);
         if (opts_.max_chunk < 1) opts_.max_chunk = 1;
         if (opts_.max_chunk > INT_MAX) opts_.max_chunk = INT_MAX;
-        opts_.shared_bytes = std::min<std::int64_t>(opts_.shared_bytes, std::int64_t(1) << 30);
+        opts_.shared_bytes = std::clamp<std::int64_t>(opts_.shared_bytes, 0, std::int64_t(1) << 30);
     }
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
@@ -265,8 +273,7 @@ public:
             tried_shared_ = true;
             if (!opts_.check) sync(what);  // unchecked calls do not wait for the peers: a lost one times out here
             int rc = MPI_SUCCESS;
-            const auto bytes = (static_cast<std::size_t>(opts_.shared_bytes) + 63) / 64 * 64;  // lines, so any dtype is aligned
-            shared_ = detail::shared_area::make(comm_, rank_, size_, bytes, rc);
+            shared_ = detail::shared_area::make(comm_, rank_, size_, static_cast<std::size_t>(shared_round_bytes()), rc);
             check(rc, what);
             if (shared_) {
                 shared_rounds(static_cast<char*>(data), count, t, op, what, false);
@@ -325,7 +332,9 @@ public:
 private:
     enum call_kind : std::int64_t { kind_reduce = 1, kind_broadcast = 2, kind_gather = 3 };
 
-    // All-reduces through the shared area (Options::shared_bytes).
+    // All-reduces through the shared area (Options::shared_bytes), in
+    // rounds of whole cache lines (so any dtype is aligned).
+    std::int64_t shared_round_bytes() const { return (opts_.shared_bytes + 63) / 64 * 64; }
     bool wants_shared(std::int64_t count, DataType t) const {
         return size_ > 1 && count > 0 && opts_.shared_bytes > 0 &&
                (t == DataType::FP32 || t == DataType::FP64 || t == DataType::INT32 || t == DataType::INT64);
@@ -336,6 +345,7 @@ private:
     // round's first synchronization.
     bool shared_reduce(void* data, std::int64_t count, DataType t, ReduceOp op, const char* what) {
         if (!shared_ || !wants_shared(count, t)) return false;
+        refuse_if_broken(what);  // before writing the buffer a peer may still read after a timeout
         const bool early = opts_.check;
         if (early) copy_in(static_cast<char*>(data), std::min<std::int64_t>(count, round_elements(t)), t);
         agree(what, kind_reduce, t, count, static_cast<int>(op));
@@ -413,7 +423,7 @@ private:
             default: break;  // wants_shared admits no other
         }
     }
-    static constexpr int record_size = 5;  // sequence, kind, dtype, count, root or reduction
+    static constexpr int record_size = 6;  // sequence, kind, dtype, count, root or reduction, shared rounds' bytes
 
     void gather(const char* in, int n, DataType t, char* out, const char* what) {
         const MPI_Datatype mt = detail::mpi_type(t);
@@ -439,12 +449,13 @@ private:
     // Every rank is about to make the same call, or every rank throws
     // naming the ranks that differ.
     void agree(const char* what, call_kind kind, DataType t, std::int64_t count, int arg) {
-        if (broken_)
-            throw comm_error("dlgraph.comm.broken", std::string(what) + " on " + describe() + ": the communicator broke "
-                                                        "in an earlier call (a peer failed or timed out)");
+        refuse_if_broken(what);
         const std::uint64_t seq = seq_++;
         if (!opts_.check) return;
-        const std::int64_t mine[record_size] = {static_cast<std::int64_t>(seq), kind, static_cast<std::int64_t>(t), count, arg};
+        // All-reduces also compare the shared-memory rounds' size: ranks
+        // with other Options would read past each other's rounds.
+        const std::int64_t shared = kind == kind_reduce ? shared_round_bytes() : 0;
+        const std::int64_t mine[record_size] = {static_cast<std::int64_t>(seq), kind, static_cast<std::int64_t>(t), count, arg, shared};
         records_.resize(static_cast<std::size_t>(size_) * record_size);
         MPI_Request r;
         check(MPI_Iallgather(mine, record_size, MPI_INT64_T, records_.data(), record_size, MPI_INT64_T, comm_, &r), what);
@@ -468,7 +479,14 @@ private:
         if (k == kind_broadcast) s += " from rank " + std::to_string(rec[4]);
         s += " of " + std::to_string(rec[3]) + " ";
         s += valid_dtype(static_cast<int>(rec[2])) ? to_string(static_cast<DataType>(rec[2])) : "?";
+        if (k == kind_reduce) s += rec[5] > 0 ? " in shared-memory rounds of " + std::to_string(rec[5]) + " bytes" : " without shared memory";
         return s;
+    }
+
+    void refuse_if_broken(const char* what) const {
+        if (broken_)
+            throw comm_error("dlgraph.comm.broken", std::string(what) + " on " + describe() + ": the communicator broke "
+                                                        "in an earlier call (a peer failed or timed out)");
     }
 
     void check(int rc, const char* what) {

@@ -15,6 +15,7 @@
 #include <dlgraph/optimizer.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -180,6 +181,39 @@ TEST_CASE("all-reduces through shared memory: every reduction and dtype, in roun
             });
             CHECK(comm->shares_memory() == (nranks() > 1 && bytes > 0));
         }
+}
+
+TEST_CASE("max and min through shared memory give NaN where any rank has one") {
+    if (nranks() == 1) return;
+    auto comm = mpi::world({.timeout = 30s, .shared_bytes = 64});
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (ReduceOp op : {ReduceOp::max, ReduceOp::min})
+        for (int holder = 0; holder < nranks(); ++holder) {
+            CAPTURE(reduce_op_name(op));
+            CAPTURE(holder);
+            float v[2] = {rank() == holder ? nan : 1.0f + rank(), 2.0f - rank()};
+            comm->all_reduce(v, 2, DataType::FP32, op, "test");
+            CHECK(std::isnan(v[0]));
+            CHECK(v[1] == (op == ReduceOp::max ? 2.0f : 2.0f - static_cast<float>(nranks() - 1)));
+        }
+    CHECK(comm->shares_memory());
+}
+
+TEST_CASE("ranks given other shared-memory rounds get a clear error, not each other's bytes") {
+    if (nranks() == 1) return;
+    auto comm = mpi::world({.timeout = 30s, .shared_bytes = rank() == 0 ? 64 : 128});
+    float v[300] = {};
+    CHECK_THROWS_WITH_AS(comm->all_reduce(v, 300, DataType::FP32, ReduceOp::sum, "test"),
+                         doctest::Contains("rank 1: call #0 all-reduce (sum) of 300 FP32 in shared-memory rounds of 128 bytes"),
+                         comm_error);
+    CHECK_FALSE(comm->shares_memory());
+    // Unchecked calls do not compare them: the area is then refused, and
+    // every rank keeps MPI_Allreduce.
+    auto unchecked = mpi::world({.timeout = 30s, .check = false, .shared_bytes = rank() == 0 ? 64 : 128});
+    for (float& x : v) x = 1;
+    unchecked->all_reduce(v, 300, DataType::FP32, ReduceOp::sum, "test");
+    for (float x : v) CHECK(x == static_cast<float>(nranks()));
+    CHECK_FALSE(unchecked->shares_memory());
 }
 
 TEST_CASE("integer sums through shared memory wrap as MPI's do") {
