@@ -53,7 +53,9 @@ struct Options {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     // Exchange and compare each call's op, dtype, count and root first (one
     // small all-gather per call, waited for at most the timeout); the data
-    // then moves with MPI's blocking collectives. Without it each call is
+    // then moves with MPI's blocking collectives (or through shared memory,
+    // each synchronization waited for at most the timeout: shared_bytes
+    // below). Without it each call is
     // non-blocking and waited for at most the timeout (MPI's non-blocking
     // all-reduce is about half as fast).
     bool check = true;
