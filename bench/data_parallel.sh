@@ -18,14 +18,14 @@ for batch in ${DP_BATCHES:-64 256}; do
   for r in $(seq "$rounds"); do
     run() {  # examples per second, all-reduce time and step times (p10 p50 p90) of one run on $1 processes
       mpirun -n "$1" --bind-to core "$bin" --benchmark_filter="train.*/$batch/" --benchmark_format=json 2>/dev/null |
-        python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print(b["examples_per_s"], b["allreduce_us"], "%.0f/%.0f/%.0f" % (b["step_p10_us"], b["step_p50_us"], b["step_p90_us"]))'
+        python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print(b["examples_per_s"], b["allreduce_us"], "%.0f/%.0f/%.0f" % (b["step_p10_us"], b["step_p50_us"], b["step_p90_us"]), "%.0f/%.0f" % (b["compute_us"], b["slowest_compute_us"]))'
     }
-    read -r one _ q1 < <(run 1)
-    read -r two reduce q2 < <(run 2)
+    read -r one _ q1 c1 < <(run 1)
+    read -r two reduce q2 c2 < <(run 2)
     ratio=$(python3 -c "print(f'{$two / $one:.3f}')")
     ratios+=("$ratio")
-    printf 'batch %d per process, round %d: 1 process %.0f examples/s (step p10/p50/p90 %s us); 2 processes %.0f examples/s (%s us; all-reduce %.0f us/step); ratio %s\n' \
-      "$batch" "$r" "$one" "$q1" "$two" "$q2" "$reduce" "$ratio"
+    printf 'batch %d per process, round %d: 1 process %.0f examples/s (step p10/p50/p90 %s us); 2 processes %.0f examples/s (%s us; all-reduce %.0f us/step; compute rank 0/slowest %s us); ratio %s\n' \
+      "$batch" "$r" "$one" "$q1" "$two" "$q2" "$reduce" "$c2" "$ratio"
   done
   python3 -c "
 import statistics as s; r=[float(x) for x in '${ratios[*]}'.split()]
