@@ -17,31 +17,20 @@
 // After a timeout or a transport error the communicator is broken: later
 // calls throw [dlgraph.comm.broken], and Environment's destructor ends the
 // job with MPI_Abort (a finalize could wait forever for the lost peer).
-//
-// When every rank runs on one machine, all-reduces go through memory the
-// ranks share (Options::shared_bytes; MPI still starts the job and
-// synchronizes every round), about a third faster than MPI_Allreduce for a
-// training step's gradients.
 #pragma once
 
-#include <fcntl.h>
 #include <mpi.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "dlgraph/comm.hpp"
@@ -53,24 +42,13 @@ struct Options {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     // Exchange and compare each call's op, dtype, count and root first (one
     // small all-gather per call, waited for at most the timeout); the data
-    // then moves with MPI's blocking collectives (or through shared memory,
-    // each synchronization waited for at most the timeout: shared_bytes
-    // below). Without it each call is
+    // then moves with MPI's blocking collectives. Without it each call is
     // non-blocking and waited for at most the timeout (MPI's non-blocking
     // all-reduce is about half as fast).
     bool check = true;
     // The most elements one MPI call moves (MPI counts are int); larger
     // tensors go in pieces. Small values exercise the pieces in tests.
     std::int64_t max_chunk = std::int64_t(1) << 28;
-    // Where every rank of the communicator runs on one machine, all-reduces
-    // of FP32, FP64, INT32 and INT64 go through a POSIX shared-memory area,
-    // in rounds of at most this many bytes: each rank reduces its share of
-    // a round and reads the others' shares. Each element is reduced by one
-    // rank in rank order, so every rank gets the same bits. The area (two
-    // rounds' worth per rank) is made by the first all-reduce. 0: always
-    // MPI_Allreduce. Every rank must be given the same value (checked
-    // calls compare it: [dlgraph.comm.mismatch]).
-    std::int64_t shared_bytes = std::int64_t(2) << 20;
 };
 
 namespace detail {
@@ -105,97 +83,6 @@ inline MPI_Op mpi_op(ReduceOp op) {
         case ReduceOp::prod: return MPI_PROD;
     }
     return MPI_OP_NULL;
-}
-
-// Shared memory of a communicator whose ranks run on one machine: per rank
-// two buffers of `bytes` (rounds alternate between them), every rank's
-// mapped by every rank. Made collectively; unmapped locally (no collective
-// at destruction, so ranks may drop their communicators in any order).
-class shared_area {
-public:
-    shared_area(const shared_area&) = delete;
-    shared_area& operator=(const shared_area&) = delete;
-    ~shared_area() { munmap(base_, total_); }
-
-    // Every rank of `comm` calls it in the same collective call. Null on
-    // every rank when the ranks are on several machines or any rank cannot
-    // map the area (then all-reduces use MPI_Allreduce). Returns the first
-    // MPI error code otherwise unhandled through `rc`.
-    static std::unique_ptr<shared_area> make(MPI_Comm comm, int rank, int size, std::size_t bytes, int& rc) {
-        rc = MPI_SUCCESS;
-        MPI_Comm node = MPI_COMM_NULL;
-        if ((rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node)) != MPI_SUCCESS) return nullptr;
-        int node_size = 0;
-        MPI_Comm_size(node, &node_size);
-        MPI_Comm_free(&node);
-        if (node_size != size) return nullptr;  // the same answer on every rank
-        const std::size_t total = bytes * 2 * static_cast<std::size_t>(size);
-        static std::atomic<unsigned> made{0};
-        char name[64] = {};  // empty: rank 0 could not make it
-        int fd = -1;
-        if (rank == 0) {
-            std::snprintf(name, sizeof name, "/dlgraph-%ld-%u", static_cast<long>(getpid()), made++);
-            fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-            // Reserved now, so that touching it later cannot fault for want
-            // of space.
-            if (fd < 0 || posix_fallocate(fd, 0, static_cast<off_t>(total)) != 0) {
-                if (fd >= 0) shm_unlink(name);
-                name[0] = 0;
-            }
-        }
-        // Rank 0's size too: ranks given other Options::shared_bytes (which
-        // unchecked calls do not compare) keep MPI_Allreduce.
-        std::uint64_t size0 = bytes;
-        rc = MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-        if (rc == MPI_SUCCESS) rc = MPI_Bcast(&size0, 1, MPI_UINT64_T, 0, comm);
-        int ok = rc == MPI_SUCCESS && name[0] != 0 && size0 == bytes;
-        if (ok && rank != 0) ok = (fd = shm_open(name, O_RDWR, 0)) >= 0;
-        void* base = ok ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-        ok = ok && base != MAP_FAILED;
-        if (fd >= 0) close(fd);
-        // Every rank has it mapped, or gave up: the name can go.
-        if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-        if (rank == 0 && name[0]) shm_unlink(name);
-        if (rc != MPI_SUCCESS || !ok) {
-            if (base != MAP_FAILED) munmap(base, total);
-            return nullptr;
-        }
-        return std::unique_ptr<shared_area>(new shared_area(static_cast<char*>(base), total, bytes));
-    }
-    // Rank r's buffer for round `round`.
-    char* part(int r, std::uint64_t round) const {
-        return base_ + (static_cast<std::size_t>(r) * 2 + (round & 1)) * bytes_;
-    }
-    std::size_t bytes() const { return bytes_; }
-
-private:
-    shared_area(char* base, std::size_t total, std::size_t bytes) : base_(base), total_(total), bytes_(bytes) {}
-    char* base_;
-    std::size_t total_, bytes_;
-};
-
-// out[i] = op(src[0][i], ..., src[n-1][i]) in that order, for i < len;
-// `out` is none of the sources, and n >= 2. Integers wrap (computed
-// unsigned), as MPI's do; max and min give NaN where any rank has one.
-template <class T> void reduce_into(T* __restrict out, const void* const* src, int n, std::size_t len, ReduceOp op) {
-    using W = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>, std::type_identity<T>>::type;
-    auto each = [&](auto f) {
-        const T* __restrict a = static_cast<const T*>(src[0]);
-        const T* __restrict b = static_cast<const T*>(src[1]);
-        for (std::size_t i = 0; i < len; ++i) out[i] = f(a[i], b[i]);
-        for (int p = 2; p < n; ++p) {
-            const T* __restrict c = static_cast<const T*>(src[p]);
-            for (std::size_t i = 0; i < len; ++i) out[i] = f(out[i], c[i]);
-        }
-    };
-    switch (op) {
-        case ReduceOp::sum: each([](T a, T b) { return static_cast<T>(static_cast<W>(a) + static_cast<W>(b)); }); break;
-        case ReduceOp::prod: each([](T a, T b) { return static_cast<T>(static_cast<W>(a) * static_cast<W>(b)); }); break;
-        // A NaN on any rank gives NaN (b != b only for a NaN b; a NaN a
-        // compares false and stays).
-        case ReduceOp::max: each([](T a, T b) { return a < b || b != b ? b : a; }); break;
-        case ReduceOp::min: each([](T a, T b) { return b < a || b != b ? b : a; }); break;
-    }
 }
 }  // namespace detail
 
@@ -245,7 +132,6 @@ public:
         MPI_Comm_size(comm_, &size_);
         if (opts_.max_chunk < 1) opts_.max_chunk = 1;
         if (opts_.max_chunk > INT_MAX) opts_.max_chunk = INT_MAX;
-        opts_.shared_bytes = std::clamp<std::int64_t>(opts_.shared_bytes, 0, std::int64_t(1) << 30);
     }
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
@@ -263,25 +149,10 @@ public:
     const Options& options() const { return opts_; }
     // Collective calls made so far (each rank counts the same).
     std::uint64_t calls() const { return seq_; }
-    // Whether all-reduces go through shared memory (Options::shared_bytes):
-    // known after the first all-reduce of FP32, FP64, INT32 or INT64.
-    bool shares_memory() const { return shared_ != nullptr; }
 
     void all_reduce(void* data, std::int64_t count, DataType t, ReduceOp op, const char* what) override {
         const std::lock_guard lock(mutex_);
-        if (shared_reduce(data, count, t, op, what)) return;
         agree(what, kind_reduce, t, count, static_cast<int>(op));
-        if (wants_shared(count, t) && !tried_shared_) {  // the first all-reduce: every rank is here
-            tried_shared_ = true;
-            if (!opts_.check) sync(what);  // unchecked calls do not wait for the peers: a lost one times out here
-            int rc = MPI_SUCCESS;
-            shared_ = detail::shared_area::make(comm_, rank_, size_, static_cast<std::size_t>(shared_round_bytes()), rc);
-            check(rc, what);
-            if (shared_) {
-                shared_rounds(static_cast<char*>(data), count, t, op, what, false);
-                return;
-            }
-        }
         const std::size_t es = dtype_size(t);
         for (std::int64_t off = 0; off < count; off += opts_.max_chunk) {
             const int n = static_cast<int>(std::min(opts_.max_chunk, count - off));
@@ -333,99 +204,7 @@ public:
 
 private:
     enum call_kind : std::int64_t { kind_reduce = 1, kind_broadcast = 2, kind_gather = 3 };
-
-    // All-reduces through the shared area (Options::shared_bytes), in
-    // rounds of whole cache lines (so any dtype is aligned).
-    std::int64_t shared_round_bytes() const { return (opts_.shared_bytes + 63) / 64 * 64; }
-    bool wants_shared(std::int64_t count, DataType t) const {
-        return size_ > 1 && count > 0 && opts_.shared_bytes > 0 &&
-               (t == DataType::FP32 || t == DataType::FP64 || t == DataType::INT32 || t == DataType::INT64);
-    }
-    // The all-reduce through the area when it exists (else false: not
-    // started). With the check, this rank's part of the first round is
-    // copied in before the agreement, whose all-gather then serves as the
-    // round's first synchronization.
-    bool shared_reduce(void* data, std::int64_t count, DataType t, ReduceOp op, const char* what) {
-        if (!shared_ || !wants_shared(count, t)) return false;
-        refuse_if_broken(what);  // before writing the buffer a peer may still read after a timeout
-        const bool early = opts_.check;
-        if (early) copy_in(static_cast<char*>(data), std::min<std::int64_t>(count, round_elements(t)), t);
-        agree(what, kind_reduce, t, count, static_cast<int>(op));
-        shared_rounds(static_cast<char*>(data), count, t, op, what, early);
-        return true;
-    }
-    std::int64_t round_elements(DataType t) const {
-        return std::max<std::int64_t>(1, static_cast<std::int64_t>(shared_->bytes() / dtype_size(t)));
-    }
-    // Round r's share of rank p: [lo, hi) of the round's m elements.
-    std::int64_t share_begin(std::int64_t m, int p) const {
-        const std::int64_t per = (m + size_ - 1) / size_;
-        return std::min(m, per * p);
-    }
-    // This rank's elements of the others' shares into its buffer.
-    void copy_in(const char* data, std::int64_t m, DataType t) {
-        const std::size_t es = dtype_size(t);
-        char* mine = shared_->part(rank_, round_);
-        for (int p = 0; p < size_; ++p) {
-            if (p == rank_) continue;
-            const std::int64_t lo = share_begin(m, p), hi = share_begin(m, p + 1);
-            if (hi > lo) std::memcpy(mine + lo * es, data + lo * es, static_cast<std::size_t>(hi - lo) * es);
-        }
-    }
-    // Every rank has written its buffer (or read the others'): the next
-    // step may read (or overwrite) them.
-    void sync(const char* what) {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        MPI_Request r;
-        check(MPI_Ibarrier(comm_, &r), what);
-        wait(r, what);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-    }
-    // The rounds of an agreed all-reduce; `copied` says the first round's
-    // copy-in and synchronization are done.
-    void shared_rounds(char* data, std::int64_t count, DataType t, ReduceOp op, const char* what, bool copied) {
-        const std::size_t es = dtype_size(t);
-        const std::int64_t step = round_elements(t);
-        for (std::int64_t off = 0; off < count; off += step, ++round_, copied = false) {
-            const std::int64_t m = std::min(step, count - off);
-            char* d = data + off * es;
-            if (!copied) copy_in(d, m, t);
-            sync(what);
-            // This rank's share, reduced over every rank in rank order into
-            // its own buffer (where the others read it) and into `data`.
-            const std::int64_t lo = share_begin(m, rank_), hi = share_begin(m, rank_ + 1);
-            if (hi > lo) {
-                char* out = shared_->part(rank_, round_) + lo * es;
-                const auto len = static_cast<std::size_t>(hi - lo);
-                reduce_share(out, d + lo * es, t, op, lo * static_cast<std::int64_t>(es), len);
-                std::memcpy(d + lo * es, out, len * es);
-            }
-            sync(what);
-            for (int p = 0; p < size_; ++p) {
-                if (p == rank_) continue;
-                const std::int64_t plo = share_begin(m, p), phi = share_begin(m, p + 1);
-                if (phi > plo)
-                    std::memcpy(d + plo * es, shared_->part(p, round_) + plo * es, static_cast<std::size_t>(phi - plo) * es);
-            }
-        }
-    }
-    // out = op over every rank's elements at byte `at` of the round: this
-    // rank's from `own`, the others' from their buffers.
-    void reduce_share(char* out, const char* own, DataType t, ReduceOp op, std::int64_t at, std::size_t len) {
-        sources_.resize(static_cast<std::size_t>(size_));
-        for (int p = 0; p < size_; ++p) sources_[static_cast<std::size_t>(p)] = p == rank_ ? own : shared_->part(p, round_) + at;
-        auto run = [&]<class T>(T*) {
-            detail::reduce_into(reinterpret_cast<T*>(out), sources_.data(), size_, len, op);
-        };
-        switch (t) {
-            case DataType::FP32: run(static_cast<float*>(nullptr)); break;
-            case DataType::FP64: run(static_cast<double*>(nullptr)); break;
-            case DataType::INT32: run(static_cast<std::int32_t*>(nullptr)); break;
-            case DataType::INT64: run(static_cast<std::int64_t*>(nullptr)); break;
-            default: break;  // wants_shared admits no other
-        }
-    }
-    static constexpr int record_size = 6;  // sequence, kind, dtype, count, root or reduction, shared rounds' bytes
+    static constexpr int record_size = 5;  // sequence, kind, dtype, count, root or reduction
 
     void gather(const char* in, int n, DataType t, char* out, const char* what) {
         const MPI_Datatype mt = detail::mpi_type(t);
@@ -451,13 +230,12 @@ private:
     // Every rank is about to make the same call, or every rank throws
     // naming the ranks that differ.
     void agree(const char* what, call_kind kind, DataType t, std::int64_t count, int arg) {
-        refuse_if_broken(what);
+        if (broken_)
+            throw comm_error("dlgraph.comm.broken", std::string(what) + " on " + describe() + ": the communicator broke "
+                                                        "in an earlier call (a peer failed or timed out)");
         const std::uint64_t seq = seq_++;
         if (!opts_.check) return;
-        // All-reduces also compare the shared-memory rounds' size: ranks
-        // with other Options would read past each other's rounds.
-        const std::int64_t shared = kind == kind_reduce ? shared_round_bytes() : 0;
-        const std::int64_t mine[record_size] = {static_cast<std::int64_t>(seq), kind, static_cast<std::int64_t>(t), count, arg, shared};
+        const std::int64_t mine[record_size] = {static_cast<std::int64_t>(seq), kind, static_cast<std::int64_t>(t), count, arg};
         records_.resize(static_cast<std::size_t>(size_) * record_size);
         MPI_Request r;
         check(MPI_Iallgather(mine, record_size, MPI_INT64_T, records_.data(), record_size, MPI_INT64_T, comm_, &r), what);
@@ -481,14 +259,7 @@ private:
         if (k == kind_broadcast) s += " from rank " + std::to_string(rec[4]);
         s += " of " + std::to_string(rec[3]) + " ";
         s += valid_dtype(static_cast<int>(rec[2])) ? to_string(static_cast<DataType>(rec[2])) : "?";
-        if (k == kind_reduce) s += rec[5] > 0 ? " in shared-memory rounds of " + std::to_string(rec[5]) + " bytes" : " without shared memory";
         return s;
-    }
-
-    void refuse_if_broken(const char* what) const {
-        if (broken_)
-            throw comm_error("dlgraph.comm.broken", std::string(what) + " on " + describe() + ": the communicator broke "
-                                                        "in an earlier call (a peer failed or timed out)");
     }
 
     void check(int rc, const char* what) {
@@ -526,10 +297,6 @@ private:
     std::uint64_t seq_ = 0;
     bool broken_ = false;
     std::vector<std::int64_t> records_;
-    std::unique_ptr<detail::shared_area> shared_;
-    bool tried_shared_ = false;
-    std::uint64_t round_ = 0;  // rounds through the shared area so far (same on every rank)
-    std::vector<const void*> sources_;
     std::mutex mutex_;
 };
 

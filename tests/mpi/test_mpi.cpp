@@ -15,10 +15,8 @@
 #include <dlgraph/optimizer.hpp>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <random>
 #include <thread>
 
@@ -152,83 +150,11 @@ TEST_CASE("c_allgather stacks every rank's X along dim 0 in rank order, in every
 TEST_CASE("tensors larger than one MPI call go in pieces, with the same results, checked or not") {
     for (bool checked : {true, false}) {
         CAPTURE(checked);
-        auto small = mpi::world({.timeout = 30s, .check = checked, .max_chunk = 3, .shared_bytes = 0});
+        auto small = mpi::world({.timeout = 30s, .check = checked, .max_chunk = 3});
         check_allreduce<float>(small, ReduceOp::sum);
         check_allreduce<std::int64_t>(small, ReduceOp::max);
         check_broadcast<double>(small);
         check_allgather<std::int32_t>(small);
-        CHECK_FALSE(small->shares_memory());
-    }
-}
-
-TEST_CASE("all-reduces through shared memory: every reduction and dtype, in rounds, checked or not, and MPI's alone") {
-    // The ranks of these tests run on one machine, so the default world
-    // reduces through shared memory; 64 bytes a round makes 1000 elements
-    // 63-125 rounds and gives ranks empty shares of a 7-element round;
-    // shared_bytes = 0 is MPI_Allreduce alone. (The default area takes 4
-    // MiB of /dev/shm per rank; where it cannot, the ranks fall back to
-    // MPI_Allreduce and the first check here fails, saying so.)
-    CHECK_MESSAGE(world->shares_memory() == (nranks() > 1), "no shared-memory area: is /dev/shm full or missing?");
-    for (std::int64_t bytes : {std::int64_t(64), std::int64_t(0)})
-        for (bool checked : {true, false}) {
-            CAPTURE(bytes);
-            CAPTURE(checked);
-            auto comm = mpi::world({.timeout = 30s, .check = checked, .shared_bytes = bytes});
-            for_math_types([&]<class T>(type_tag<T>) {
-                CAPTURE(to_string(dtype_of<T>));
-                for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::prod}) {
-                    CAPTURE(reduce_op_name(op));
-                    check_allreduce<T>(comm, op);
-                }
-            });
-            CHECK(comm->shares_memory() == (nranks() > 1 && bytes > 0));
-        }
-}
-
-TEST_CASE("max and min through shared memory give NaN where any rank has one") {
-    if (nranks() == 1) return;
-    auto comm = mpi::world({.timeout = 30s, .shared_bytes = 64});
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (ReduceOp op : {ReduceOp::max, ReduceOp::min})
-        for (int holder = 0; holder < nranks(); ++holder) {
-            CAPTURE(reduce_op_name(op));
-            CAPTURE(holder);
-            float v[2] = {rank() == holder ? nan : 1.0f + rank(), 2.0f - rank()};
-            comm->all_reduce(v, 2, DataType::FP32, op, "test");
-            CHECK(std::isnan(v[0]));
-            CHECK(v[1] == (op == ReduceOp::max ? 2.0f : 2.0f - static_cast<float>(nranks() - 1)));
-        }
-    CHECK(comm->shares_memory());
-}
-
-TEST_CASE("ranks given other shared-memory rounds get a clear error, not each other's bytes") {
-    if (nranks() == 1) return;
-    auto comm = mpi::world({.timeout = 30s, .shared_bytes = rank() == 0 ? 64 : 128});
-    float v[300] = {};
-    CHECK_THROWS_WITH_AS(comm->all_reduce(v, 300, DataType::FP32, ReduceOp::sum, "test"),
-                         doctest::Contains("rank 1: call #0 all-reduce (sum) of 300 FP32 in shared-memory rounds of 128 bytes"),
-                         comm_error);
-    CHECK_FALSE(comm->shares_memory());
-    // Unchecked calls do not compare them: the area is then refused, and
-    // every rank keeps MPI_Allreduce.
-    auto unchecked = mpi::world({.timeout = 30s, .check = false, .shared_bytes = rank() == 0 ? 64 : 128});
-    for (float& x : v) x = 1;
-    unchecked->all_reduce(v, 300, DataType::FP32, ReduceOp::sum, "test");
-    for (float x : v) CHECK(x == static_cast<float>(nranks()));
-    CHECK_FALSE(unchecked->shares_memory());
-}
-
-TEST_CASE("integer sums through shared memory wrap as MPI's do") {
-    if (nranks() == 1) return;
-    for (std::int64_t bytes : {std::int64_t(64), std::int64_t(0)}) {
-        CAPTURE(bytes);
-        auto comm = mpi::world({.timeout = 30s, .shared_bytes = bytes});
-        std::int32_t v[3] = {std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::min(), rank()};
-        comm->all_reduce(v, 3, DataType::INT32, ReduceOp::sum, "test");
-        const auto n = static_cast<std::uint32_t>(nranks());
-        CHECK(v[0] == static_cast<std::int32_t>(n * static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())));
-        CHECK(v[1] == static_cast<std::int32_t>(n * static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::min())));
-        CHECK(v[2] == nranks() * (nranks() - 1) / 2);
     }
 }
 
@@ -267,16 +193,6 @@ TEST_CASE("ranks that disagree get the same clear error on every rank, and the c
     Tensor got = s.eval(TargetRef(y.name()), {{"x", values<float>(rank(), 4)}});
     CHECK(got.numel() == 4);
     CHECK(comm->calls() == 3);
-    // Again once the all-reduces go through shared memory (each rank's
-    // share of the round is copied in before the ranks compare their
-    // calls): still the error, and then the right sums.
-    CHECK(comm->shares_memory());
-    CHECK_THROWS_WITH_AS(s.eval(y, {{"x", values<float>(rank(), n)}}),
-                         doctest::Contains("[dlgraph.comm.mismatch] c_allreduce_sum on MPI rank"), comm_error);
-    Tensor want = values<float>(0, 5);
-    for (int r = 1; r < nranks(); ++r)
-        for (std::int64_t i = 0; i < 5; ++i) want.data<float>()[i] += value<float>(r, i);
-    CHECK(same_bytes(s.eval(TargetRef(y.name()), {{"x", values<float>(rank(), 5)}}), want));
 
     // c_allgather's nranks must be the group's size: every rank says so.
     Program q;
