@@ -70,24 +70,24 @@ void BM_mlp_train_data_parallel(benchmark::State& state) {
     std::sort(whole.begin(), whole.end());
     for (int q : {10, 50, 90})
         state.counters["step_p" + std::to_string(q) + "_us"] = whole[whole.size() * static_cast<std::size_t>(q) / 100];
-    std::chrono::nanoseconds reduce{0}, first{-1};
+    std::chrono::nanoseconds reduce{0}, first{0};
     for (std::size_t k = 0; k < step_time.size() && k < collective.size(); ++k)
         if (collective[k]) {
+            if (reduce.count() == 0) first = step_time[k];
             reduce += step_time[k];
-            if (first.count() < 0) first = step_time[k];
         }
     const auto n = static_cast<double>(state.iterations());
     state.counters["examples_per_s"] = benchmark::Counter(n * static_cast<double>(batch * size), benchmark::Counter::kIsRate);
     state.counters["allreduce_us"] = static_cast<double>(reduce.count()) / 1e3 / n;
-    state.counters["first_allreduce_us"] = first.count() < 0 ? 0 : static_cast<double>(first.count()) / 1e3 / n;
+    state.counters["first_allreduce_us"] = static_cast<double>(first.count()) / 1e3 / n;
     state.counters["processes"] = size;
     // Each rank's compute a step (its steps' time less its all-reduces'),
     // rank 0 and the slowest: what the others wait for.
-    double compute[2] = {(total - static_cast<double>(reduce.count()) / 1e3) / n, 0};
-    compute[1] = compute[0];
-    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, &compute[1], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    state.counters["compute_us"] = compute[0];
-    state.counters["slowest_compute_us"] = compute[1];
+    const double compute = (total - static_cast<double>(reduce.count()) / 1e3) / n;
+    double slowest = compute;
+    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    state.counters["compute_us"] = compute;
+    state.counters["slowest_compute_us"] = slowest;
 }
 BENCHMARK(BM_mlp_train_data_parallel)->Arg(64)->Iterations(300)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_mlp_train_data_parallel)->Arg(256)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
